@@ -94,7 +94,7 @@ func TestAnnouncementUnsignedParts(t *testing.T) {
 
 func TestDecodeAnnouncement(t *testing.T) {
 	ok := map[string]string{
-		"no session": `{"pubkey":"k","name":"n","ts":1,"sig":"s"}`,
+		"no session":     `{"pubkey":"k","name":"n","ts":1,"sig":"s"}`,
 		"sparse session": `{"pubkey":"k","name":"n","ts":1,"sig":"s","session":{"session_id":"x"}}`,
 		"null age":       `{"pubkey":"k","name":"n","ts":1,"sig":"s","age_ms":null}`,
 	}

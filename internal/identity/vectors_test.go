@@ -20,7 +20,7 @@ type vector struct {
 
 func loadVectors(t testing.TB) []vector {
 	t.Helper()
-	paths, err := filepath.Glob("testdata/vectors/*.txtar")
+	paths, err := filepath.Glob("../../testdata/vectors/*.txtar")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no vectors: %v", err)
 	}

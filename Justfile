@@ -1,0 +1,34 @@
+# Convenience recipes; .ci/run is the source of truth and needs no just.
+
+# Run the tests, as the README says.
+test:
+    go test ./...
+
+# Formatting, vet and staticcheck.
+lint:
+    test -z "$(gofmt -l .)"
+    go vet ./...
+    go vet -tags hosttest ./...
+    go tool staticcheck ./...
+
+# Everything CI runs.
+ci:
+    bash .ci/run
+
+# Build both binaries into bin/ without cgo.
+build:
+    CGO_ENABLED=0 go build -o bin/ ./cmd/interlink-bus ./cmd/interlink-mcp
+
+# Show that no dependency needs cgo: a cgo-free build of both binaries.
+no-cgo:
+    CGO_ENABLED=0 go build -o /dev/null ./cmd/interlink-bus
+    CGO_ENABLED=0 go build -o /dev/null ./cmd/interlink-mcp
+    test -z "$(CGO_ENABLED=1 go list -deps -f '{{{{if and (not .Standard) .CgoFiles}}{{{{.ImportPath}}{{{{end}}' ./cmd/...)"
+
+# Create a secret key at the default path (or OUT=path).
+keygen out="$HOME/.config/interlink/id.key":
+    go run ./cmd/interlink-mcp keygen --out {{out}}
+
+# Fuzz one target for a while: just fuzz FuzzDecodeMessage ./internal/identity 60s
+fuzz target pkg time="60s":
+    go test -run='^$' -fuzz='^{{target}}$' -fuzztime={{time}} {{pkg}}
