@@ -25,7 +25,7 @@ no-cgo:
     CGO_ENABLED=0 go build -o /dev/null ./cmd/interlink-mcp
     test -z "$(CGO_ENABLED=1 go list -deps -f '{{{{if and (not .Standard) .CgoFiles}}{{{{.ImportPath}}{{{{end}}' ./cmd/...)"
 
-# Create a secret key at the default path (or OUT=path).
+# Create a secret key at the default path, or at the path given: just keygen PATH
 keygen out="$HOME/.config/interlink/id.key":
     go run ./cmd/interlink-mcp keygen --out {{out}}
 
