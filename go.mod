@@ -5,6 +5,10 @@ go 1.26.0
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/gofrs/flock v0.13.2
+)
+
+// Test-only dependencies.
+require (
 	github.com/google/go-cmp v0.7.0
 	github.com/rogpeppe/go-internal v1.16.0
 )

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/interlink-go/interlink/internal/version"
+)
+
+const progName = "interlink-mcp"
+
+// Exit statuses. Usage errors get their own status so that scripts can tell
+// a mistyped command line from a command that ran and failed.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// usage is printed for --help. It lists only what this build can do.
+const usage = `interlink-mcp connects a coding agent to other agents: it signs and sends
+messages with the agent's Ed25519 key, and admits only messages from keys
+listed in its peers.json.
+
+Usage:
+    interlink-mcp keygen --out PATH [--force]
+    interlink-mcp --version
+    interlink-mcp --help
+
+Commands:
+    keygen      create a secret key file and print its public key
+
+Options:
+    -h, --help  show this help
+    --version   print the version
+
+Not in this build yet: the MCP stdio server (run with no command) and the
+wait, nudge, channels, setup and demo commands.
+
+Run 'interlink-mcp keygen --help' for the options of keygen.
+`
+
+// helpHint points at the usage text after a usage error.
+const helpHint = "run 'interlink-mcp --help' for the commands of this build"
+
+// planned names the commands that belong to interlink-mcp but are missing
+// from this build, so that calling one says so instead of "unknown command".
+var planned = map[string]bool{
+	"wait":     true,
+	"nudge":    true,
+	"channels": true,
+	"setup":    true,
+	"demo":     true,
+}
+
+// cli holds what the commands need from the process, so that tests can run
+// them with their own streams, environment and randomness.
+type cli struct {
+	stdout io.Writer // the command's intended output only
+	stderr io.Writer // errors and hints
+	getenv func(string) string
+	random io.Reader // entropy for new keys; nil means crypto/rand
+}
+
+// run runs interlink-mcp with the command-line arguments args (without the
+// program name) and returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return c.run(ctx, args, stdin)
+}
+
+func (c *cli) run(_ context.Context, args []string, _ io.Reader) int {
+	if len(args) == 0 {
+		return c.fail(exitUsage, "the MCP stdio server is not available in this build", helpHint)
+	}
+	name, rest := args[0], args[1:]
+	switch {
+	case name == "-h" || name == "-help" || name == "--help" || name == "help":
+		return c.help(rest)
+	case name == "-version" || name == "--version":
+		if len(rest) > 0 {
+			return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q after %s", rest[0], name), helpHint)
+		}
+		fmt.Fprintf(c.stdout, "%s %s\n", progName, version.String())
+		return exitOK
+	case name == "keygen":
+		return c.keygen(rest)
+	case planned[name]:
+		// Not a usage error: the command line is right, the build lacks it.
+		return c.fail(exitError, fmt.Sprintf("the %s command is not available in this build", name), helpHint)
+	case len(name) > 0 && name[0] == '-':
+		// Flags before any command configure the MCP stdio server.
+		return c.fail(exitUsage, "the MCP stdio server is not available in this build", helpHint)
+	default:
+		return c.fail(exitUsage, fmt.Sprintf("unknown command %q", name), helpHint)
+	}
+}
+
+// help prints the usage text, or that of the command named in args.
+func (c *cli) help(args []string) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(c.stdout, usage)
+		return exitOK
+	case len(args) == 1 && args[0] == "keygen":
+		fmt.Fprint(c.stdout, keygenUsage)
+		return exitOK
+	case len(args) == 1:
+		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
+	default:
+		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", args[1]), helpHint)
+	}
+}
+
+// fail writes msg as one line prefixed with the program name, then each hint
+// on a line of its own, all to stderr, and returns code for run to exit with.
+func (c *cli) fail(code int, msg string, hints ...string) int {
+	fmt.Fprintf(c.stderr, "%s: %s\n", progName, msg)
+	for _, h := range hints {
+		fmt.Fprintf(c.stderr, "%s: hint: %s\n", progName, h)
+	}
+	return code
+}
