@@ -11,6 +11,10 @@
 //     same directory is written, synced, closed and renamed over the target,
 //     then the directory is synced (Unix only).
 //
+// Callers that must do something else between computing the new contents
+// and writing them take the same lock with [Lock] and then use [Read] and
+// [WriteAtomic] themselves.
+//
 // Readers that only read use [Read] and take no lock: because the data file
 // is only ever replaced by rename, a reader sees either the old or the new
 // contents in full, never a mix.

@@ -616,3 +616,57 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "state.json")
+	lockPath := LockPath(path, "lock")
+
+	unlock, err := Lock(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another handle, as another process would use, cannot take the lock.
+	other := flock.New(lockPath)
+	if ok, err := other.TryLock(); err != nil || ok {
+		t.Fatalf("TryLock while held = %v, %v; want false, nil", ok, err)
+	}
+	// Update on the same lock path waits until the holder releases it.
+	done := make(chan error, 1)
+	go func() {
+		done <- Update(path, lockPath, func([]byte, bool) ([]byte, error) {
+			return []byte("after"), nil
+		})
+	}()
+	if err := WriteAtomic(path, []byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Update finished while Lock was held (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if got := readFile(t, path); string(got) != "held" {
+		t.Errorf("file = %q while locked, want %q", got, "held")
+	}
+	if err := unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); string(got) != "after" {
+		t.Errorf("file = %q, want %q", got, "after")
+	}
+	if ok, err := other.TryLock(); err != nil || !ok {
+		t.Fatalf("TryLock after unlock = %v, %v; want true, nil", ok, err)
+	}
+	if err := other.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A lock path that is a directory cannot be locked.
+	if _, err := Lock(dir); !errors.Is(err, ErrLock) {
+		t.Errorf("Lock(directory) error = %v, want one matching ErrLock", err)
+	}
+}

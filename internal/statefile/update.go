@@ -28,7 +28,7 @@ import (
 // with the lock held, so it must not call Update for the same lock path; it
 // should also be quick, since every other writer of the file waits for it.
 func Update(path, lockPath string, fn func(data []byte, exists bool) ([]byte, error)) (err error) {
-	unlock, err := lock(lockPath)
+	unlock, err := Lock(lockPath)
 	if err != nil {
 		return err
 	}
@@ -52,9 +52,22 @@ func Update(path, lockPath string, fn func(data []byte, exists bool) ([]byte, er
 	return WriteAtomic(path, next)
 }
 
-// lock takes the in-process mutex and then the file lock for lockPath, and
-// returns the function that releases both.
-func lock(lockPath string) (unlock func() error, err error) {
+// Lock takes the exclusive lock on lockPath that [Update] takes, and returns
+// the function that releases it. It is for callers whose read-modify-write
+// does not fit Update's shape, for example because they must run another
+// step between computing the new contents and writing them, or must tell a
+// failed write apart from a refused change. While holding the lock they use
+// [Read] and [WriteAtomic] themselves.
+//
+// Lock creates the folder of lockPath (mode 0700) and the lock file when
+// missing, and never truncates or deletes the lock file. It blocks until the
+// lock is free; other goroutines of this process and other processes that
+// lock the same path wait in turn. If the lock cannot be taken, the error
+// wraps [ErrLock]. unlock must be called exactly once; it reports a failure
+// to release the OS lock, and releases the in-process part in any case. Do
+// not call Lock or Update for the same path while holding the lock: it
+// would wait for itself.
+func Lock(lockPath string) (unlock func() error, err error) {
 	release := localLock(lockPath)
 	if err := os.MkdirAll(filepath.Dir(lockPath), dirMode); err != nil {
 		release()

@@ -1,0 +1,57 @@
+// Package pairing keeps the pairing state of one identity and session: the
+// pairing requests it has received, the requests it has sent and not yet
+// seen accepted, and the queue of signed pairing messages still to be posted.
+//
+// Pairing is the handshake that admits a new peer. A requester sends a
+// pair_request (a "knock") whose msg_id is the request id; the target's
+// operator accepts it, which adds the requester to the local peer policy and
+// queues a pair_accept whose in_reply_to carries the request id back to the
+// exact session that knocked. This package builds those messages ([RequestMessage],
+// [AcceptMessage]), re-signs queued ones for a resend ([Resign]) and stores
+// the state between steps ([Store]). Sending, the peer policy and the trust
+// gate live elsewhere; the caller passes the policy change to [Store.Accept]
+// as a callback.
+//
+// # File
+//
+// The state lives in <state root>/pairing/<own key>/<session>.json, one file
+// per identity and session, so that a confirmation returns to the session
+// that asked for it and sibling sessions never consume each other's
+// requests. It is compact JSON with three required lists:
+//
+//	{"inbound":[Request...],"outbound":[Request...],"queued":[Job...]}
+//
+// A missing file is the empty state. Every change is one locked
+// read-modify-write: take the lock on <session>.lock, re-read the file,
+// apply the change, replace the file atomically. Reads take no lock.
+//
+// # Bounds
+//
+// inbound and outbound hold at most [InboundCap] and [OutboundCap] entries,
+// one per key: a new entry replaces the one with the same key, and while a
+// list is at its cap the oldest entry (first in the list) is evicted before
+// the new one is appended. These are not per-sender rate limits; a flood of
+// knocks from fresh keys can push out pending requests. The queue holds at
+// most [QueueCap] jobs and never evicts: adding to a full queue fails with
+// [ErrQueueFull], because dropping a queued confirmation would leave a peer
+// admitted on one side only.
+//
+// # Untrusted content
+//
+// A knock is signed, but its claimed name is only what the sender chose to
+// say. It is cleaned and bounded with [untrusted.Name] before it is stored,
+// and stored and matched in that form; whoever shows it must still quote it
+// and label it unverified. The knock's reply_to hint is unsigned: it is used
+// only when it names a session of the signing key (see [InboundFromKnock]),
+// so a relay that rewrites it can at most steer the confirmation to another
+// session of the same requester.
+//
+// # Corrupt files
+//
+// A file that is not valid JSON, misses one of the three lists, or holds a
+// malformed request is reported as [ErrCorrupt] and is never overwritten:
+// an operator's file is not destroyed silently. A single queued job that
+// does not decode is the exception: it is skipped and logged, and the next
+// write leaves it out, so one bad job cannot stop the others from being
+// sent.
+package pairing

@@ -1,0 +1,361 @@
+package pairing
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/untrusted"
+)
+
+// Options holds optional settings for [Open]. A nil *Options means defaults.
+type Options struct {
+	// Logger receives events such as a queued job dropped because it does
+	// not decode. Nil means discard.
+	Logger *slog.Logger
+}
+
+// Store reads and changes the pairing state file of one identity and
+// session. Every change is one locked read-modify-write of the file, so
+// several Store values, in this process or others, may share a file. A Store
+// holds no state of its own beyond the paths and is safe for concurrent use.
+type Store struct {
+	path     string
+	lockPath string
+	log      *slog.Logger
+	// write replaces the file; it is statefile.WriteAtomic except in tests
+	// that make the final write of Accept fail.
+	write func(path string, data []byte) error
+}
+
+// Open returns the store for the identity own and the given session under
+// stateRoot: the file <stateRoot>/pairing/<own key>/<session>.json and its
+// lock <session>.lock. Nothing is created until the first change.
+//
+// The session id becomes a file name, so it must pass
+// [route.ValidateSession]; an id such as ".." or "a/b" is refused with an
+// error wrapping [route.ErrInvalidSession].
+func Open(stateRoot string, own identity.PublicKey, session string, opts *Options) (*Store, error) {
+	if stateRoot == "" {
+		return nil, errors.New("pairing: open: empty state root")
+	}
+	if err := route.ValidateSession(session); err != nil {
+		return nil, fmt.Errorf("pairing: open: %w", err)
+	}
+	var log *slog.Logger
+	if opts != nil {
+		log = opts.Logger
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	path := filepath.Join(stateRoot, "pairing", own.String(), session+".json")
+	return &Store{
+		path:     path,
+		lockPath: statefile.LockPath(path, "lock"),
+		log:      log,
+		write:    statefile.WriteAtomic,
+	}, nil
+}
+
+// Path returns the path of the state file.
+func (s *Store) Path() string { return s.path }
+
+// Load returns the current state without taking the lock. A missing file is
+// the empty state; a file that cannot be read as pairing state is an error
+// wrapping [ErrCorrupt]. Queued jobs that do not decode are left out (the
+// next change removes them from the file).
+func (s *Store) Load() (State, error) {
+	st, skipped, err := s.read()
+	if err != nil {
+		return State{}, err
+	}
+	for _, j := range skipped {
+		s.log.Debug("pairing: skipping undecodable queued job", "path", s.path, "msg_id", j.msgID, "reason", j.reason)
+	}
+	return st, nil
+}
+
+// read reads and decodes the file.
+func (s *Store) read() (State, []skippedJob, error) {
+	data, exists, err := statefile.Read(s.path)
+	if err != nil {
+		return State{}, nil, fmt.Errorf("pairing: %w", err)
+	}
+	st, skipped, err := decode(data, exists)
+	if err != nil {
+		return State{}, nil, fmt.Errorf("%w (%s)", err, s.path)
+	}
+	return st, skipped, nil
+}
+
+// logDropped records the undecodable jobs a successful write has removed.
+func (s *Store) logDropped(skipped []skippedJob) {
+	for _, j := range skipped {
+		s.log.Warn("pairing: dropped undecodable queued job", "path", s.path, "msg_id", j.msgID, "reason", j.reason)
+	}
+}
+
+// lock takes the file lock and returns the function that releases it.
+func (s *Store) lock() (func() error, error) {
+	unlock, err := statefile.Lock(s.lockPath)
+	if err != nil {
+		return nil, fmt.Errorf("pairing: %w", err)
+	}
+	return func() error {
+		if err := unlock(); err != nil {
+			return fmt.Errorf("pairing: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// update runs fn on the current state with the lock held and writes the
+// result when fn reports a change (or when undecodable jobs are to be
+// removed). An error from fn is returned as is and nothing is written; so is
+// a corrupt file, which is never overwritten.
+func (s *Store) update(fn func(st *State) (changed bool, err error)) (err error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := unlock(); err == nil {
+			err = uerr
+		}
+	}()
+	st, skipped, err := s.read()
+	if err != nil {
+		return err
+	}
+	changed, err := fn(&st)
+	if err != nil {
+		return err
+	}
+	if !changed && len(skipped) == 0 {
+		return nil
+	}
+	data, err := encode(st)
+	if err != nil {
+		return fmt.Errorf("pairing: encode: %w", err)
+	}
+	if err := s.write(s.path, data); err != nil {
+		return fmt.Errorf("pairing: %w", err)
+	}
+	s.logDropped(skipped)
+	return nil
+}
+
+// Receive records an inbound request (a knock), replacing a pending request
+// from the same key and evicting the oldest at [InboundCap]. The name is
+// cleaned with [untrusted.Name] again, so the store never holds a raw
+// claimed name even when req was not built by [InboundFromKnock].
+func (s *Store) Receive(req Request) error {
+	if req.Key == "" {
+		return errors.New("pairing: receive: empty key")
+	}
+	req.Name = untrusted.Name(req.Name)
+	return s.update(func(st *State) (bool, error) {
+		st.Inbound = upsert(st.Inbound, req, InboundCap)
+		return true, nil
+	})
+}
+
+// Request records an outbound request to req.Key and queues its knock, in
+// one locked change.
+//
+// If a request to the same key is already outstanding, its request id is
+// kept and req.RequestID is ignored: an acceptance of the earlier knock,
+// delayed somewhere, then still matches. Queued jobs carrying that id (the
+// earlier knock, if unsent) are dropped. build is called with the final id,
+// with the lock held, and must return the knock, whose msg_id must be that
+// id (see [RequestMessage]). If build fails or the queue is full, nothing
+// changes. Request returns the request as stored.
+func (s *Store) Request(req Request, build func(requestID string) (Job, error)) (Request, error) {
+	if req.Key == "" || req.RequestID == "" {
+		return Request{}, errors.New("pairing: request: empty key or request id")
+	}
+	var stored Request
+	err := s.update(func(st *State) (bool, error) {
+		id := req.RequestID
+		if i := slices.IndexFunc(st.Outbound, func(r Request) bool { return r.Key == req.Key }); i >= 0 && st.Outbound[i].RequestID != "" {
+			id = st.Outbound[i].RequestID
+		}
+		st.Queued, _ = removeJobs(st.Queued, id)
+		job, err := build(id)
+		if err != nil {
+			return false, err
+		}
+		if job.Msg.MsgID != id {
+			return false, fmt.Errorf("%w: knock msg_id %q is not the request id %q", ErrBadJob, job.Msg.MsgID, id)
+		}
+		if st.Queued, err = enqueue(st.Queued, job); err != nil {
+			return false, err
+		}
+		stored = req
+		stored.RequestID = id
+		st.Outbound = upsert(st.Outbound, stored, OutboundCap)
+		return true, nil
+	})
+	if err != nil {
+		return Request{}, err
+	}
+	return stored, nil
+}
+
+// Find returns the pending inbound request whose key is fp, or whose key
+// starts with fp when fp is exactly a fingerprint ([identity.FingerprintLen]
+// characters). Shorter or longer prefixes match nothing: an operator names a
+// requester by its whole fingerprint or its whole key. No match is
+// [ErrNotFound]; requests from more than one key sharing the fingerprint are
+// [ErrAmbiguous], and the full key must be given instead.
+func (s *Store) Find(fp string) (Request, error) {
+	st, err := s.Load()
+	if err != nil {
+		return Request{}, err
+	}
+	var found []Request
+	for _, r := range st.Inbound {
+		if fp == "" || (r.Key != fp && !(len(fp) == identity.FingerprintLen && identity.Fingerprint(r.Key) == fp)) {
+			continue
+		}
+		if !slices.ContainsFunc(found, func(f Request) bool { return f.Key == r.Key }) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Request{}, fmt.Errorf("%w for %q", ErrNotFound, fp)
+	case 1:
+		return found[0], nil
+	default:
+		return Request{}, fmt.Errorf("%w: %d pending requests match %q", ErrAmbiguous, len(found), fp)
+	}
+}
+
+// Accept accepts the inbound request req, in one locked change:
+//
+//  1. req must still be pending exactly as given (same key, name, request
+//     id and reply route), else [ErrNotPending]: the operator decided on
+//     what they saw, and it has changed;
+//  2. job, the confirmation (see [AcceptMessage]), is queued; a full queue
+//     is [ErrQueueFull] and authorize is not called, so the peer is never
+//     admitted without a confirmation on its way;
+//  3. the pending requests from req.Key are removed;
+//  4. authorize is called, with the lock held; it is expected to add the
+//     requester to the peer policy. Its error is returned as is and nothing
+//     is saved;
+//  5. the state file is written.
+//
+// If that last write fails, the peer is authorized but the request is still
+// pending and the confirmation is not queued. Accept then returns a
+// [*ConfirmationPendingError]. Calling Accept again with the same arguments
+// once storage works completes the change; authorize runs again, so it must
+// be idempotent (adding a peer that is already present with the same name
+// must succeed).
+func (s *Store) Accept(req Request, job Job, authorize func() error) (err error) {
+	if job.Msg.Kind != identity.KindPairAccept || job.Msg.To != req.Key || job.Msg.InReplyTo != req.RequestID {
+		return fmt.Errorf("%w: not the confirmation of request %q from %s", ErrBadJob, req.RequestID, req.Key)
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := unlock(); err == nil {
+			err = uerr
+		}
+	}()
+	st, skipped, err := s.read()
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(st.Inbound, req) {
+		return fmt.Errorf("%w (%s)", ErrNotPending, req.Key)
+	}
+	if st.Queued, err = enqueue(st.Queued, job); err != nil {
+		return err
+	}
+	st.Inbound, _ = removeKey(st.Inbound, req.Key)
+	data, err := encode(st)
+	if err != nil {
+		return fmt.Errorf("pairing: encode: %w", err)
+	}
+	if err := authorize(); err != nil {
+		return err
+	}
+	if err := s.write(s.path, data); err != nil {
+		return &ConfirmationPendingError{Key: req.Key, Err: err}
+	}
+	s.logDropped(skipped)
+	return nil
+}
+
+// Reject removes the pending inbound requests from key and reports whether
+// there were any. Nothing is sent: the requester is not told.
+func (s *Store) Reject(key string) (bool, error) {
+	var removed bool
+	err := s.update(func(st *State) (bool, error) {
+		st.Inbound, removed = removeKey(st.Inbound, key)
+		return removed, nil
+	})
+	return removed, err
+}
+
+// PendingAccept returns the outstanding outbound request that an acceptance
+// from key answers, and whether there is one. With a non-empty inReplyTo the
+// request id must match too. An empty inReplyTo matches the first request to
+// key by key alone, for acceptances from implementations that did not send
+// one.
+func (s *Store) PendingAccept(key, inReplyTo string) (Request, bool, error) {
+	st, err := s.Load()
+	if err != nil {
+		return Request{}, false, err
+	}
+	for _, r := range st.Outbound {
+		if r.Key == key && (inReplyTo == "" || r.RequestID == inReplyTo) {
+			return r, true, nil
+		}
+	}
+	return Request{}, false, nil
+}
+
+// Complete retires the outbound request to key with requestID, once its
+// acceptance has been handled (whether or not the peer could be added).
+// Retiring a request that is not there is not an error.
+func (s *Store) Complete(key, requestID string) error {
+	return s.update(func(st *State) (bool, error) {
+		n := len(st.Outbound)
+		st.Outbound = slices.DeleteFunc(st.Outbound, func(r Request) bool {
+			return r.Key == key && r.RequestID == requestID
+		})
+		return len(st.Outbound) != n, nil
+	})
+}
+
+// Sent removes the queued jobs whose message has msgID, once a relay has
+// taken it. Removing a job that is not there is not an error.
+func (s *Store) Sent(msgID string) error {
+	return s.removeJobs(msgID)
+}
+
+// Drop removes the queued jobs whose message has msgID because they can
+// never be sent (see [ErrBadJob]), so that they stop holding back the jobs
+// behind them. It changes the file as [Store.Sent] does; the caller logs why
+// the job was dropped.
+func (s *Store) Drop(msgID string) error {
+	return s.removeJobs(msgID)
+}
+
+func (s *Store) removeJobs(msgID string) error {
+	return s.update(func(st *State) (bool, error) {
+		var removed bool
+		st.Queued, removed = removeJobs(st.Queued, msgID)
+		return removed, nil
+	})
+}
