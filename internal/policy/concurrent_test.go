@@ -1,0 +1,201 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/statefile"
+)
+
+// The test binary doubles as the writer processes of
+// TestConcurrentProcesses: when childEnv is set, TestMain runs a writer
+// instead of the tests.
+const (
+	childEnv      = "POLICY_TEST_CHILD" // the writer's index
+	childPathEnv  = "POLICY_TEST_PATH"  // peers.json
+	childStartEnv = "POLICY_TEST_START" // the file whose appearance starts all writers
+
+	writers       = 8
+	addsPerWriter = 50
+	readPause     = 10 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	if idx := os.Getenv(childEnv); idx != "" {
+		if err := runWriter(idx, os.Getenv(childPathEnv), os.Getenv(childStartEnv)); err != nil {
+			fmt.Fprintf(os.Stderr, "writer %s: %v\n", idx, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// writerEntry is the n-th peer that writer idx adds.
+func writerEntry(idx, n int) (Entry, error) {
+	k, err := seedKey(1000*(idx+1) + n)
+	return Entry{Name: fmt.Sprintf("writer%d-peer%02d", idx, n), Key: k}, err
+}
+
+// runWriter waits for the start file, then adds its peers one by one.
+func runWriter(idxText, path, start string) error {
+	idx, err := strconv.Atoi(idxText)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(start); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return errors.New("start file never appeared")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s, err := Open(path)
+	if err != nil {
+		return err
+	}
+	for n := range addsPerWriter {
+		e, err := writerEntry(idx, n)
+		if err != nil {
+			return err
+		}
+		if err := s.Add(e.Name, e.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestConcurrentProcesses runs several processes that add peers to one
+// peers.json at the same time while this process keeps reading it: every
+// read must parse, the number of peers never goes down, and in the end every
+// peer is present.
+//
+// It takes several seconds (much longer with -race on few CPUs), so -short
+// skips it.
+func TestConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 8 processes that write for several seconds")
+	}
+	path := writePeers(t, "{}")
+	start := filepath.Join(t.TempDir(), "start")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	began := time.Now()
+	cmds := make([]*exec.Cmd, writers)
+	outs := make([]*lockedBuffer, writers)
+	for i := range cmds {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestConcurrentProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(),
+			childEnv+"="+strconv.Itoa(i), childPathEnv+"="+path, childStartEnv+"="+start)
+		outs[i] = new(lockedBuffer)
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
+		wg.Go(func() { errs[i] = cmd.Wait() })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if err := os.WriteFile(start, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	reads, last, bad := 0, 0, 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		data, _, err := statefile.Read(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads++
+		p, err := Parse(data)
+		if err != nil {
+			if bad++; bad <= 3 {
+				t.Errorf("read %d is invalid: %v\n%q", reads, err, data)
+			}
+			continue
+		}
+		if p.Len() < last {
+			t.Errorf("read %d has %d peers, an earlier read had %d", reads, p.Len(), last)
+		}
+		last = p.Len()
+		// Leave the CPU to the writers most of the time.
+		time.Sleep(readPause)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("writers did not finish within the time limit: %v", ctx.Err())
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("writer %d: %v\n%s", i, err, outs[i].String())
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d reads were invalid", bad, reads)
+	}
+
+	p, err := Parse(readFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := writers * addsPerWriter; p.Len() != want {
+		t.Errorf("final policy has %d peers, want %d", p.Len(), want)
+	}
+	for i := range writers {
+		for n := range addsPerWriter {
+			e, err := writerEntry(i, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k, ok := p.Key(e.Name); !ok || k != e.Key {
+				t.Errorf("peer %q missing or wrong: %s, %v", e.Name, k, ok)
+			}
+		}
+	}
+	t.Logf("%d writers added %d peers in %v; %d concurrent reads all parsed",
+		writers, p.Len(), time.Since(began).Round(time.Millisecond), reads)
+}
+
+// lockedBuffer collects a child's output.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
