@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	filippo.io/edwards25519 v1.2.0
 	github.com/gofrs/flock v0.13.2
+	go.etcd.io/bbolt v1.5.0
 )
 
 // Test-only dependencies.

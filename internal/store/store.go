@@ -20,14 +20,60 @@ package store
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultCap is the default number of entries a queue holds.
 const DefaultCap = 1024
 
-// ErrClosed is returned by every method after [Store.Close].
-var ErrClosed = errors.New("store: closed")
+// Errors returned by the stores. Callers compare them with [errors.Is].
+var (
+	// ErrClosed is returned by every method after [Store.Close].
+	ErrClosed = errors.New("store: closed")
+	// ErrLocked is returned by [OpenBolt] when another process (or another
+	// open [Bolt] in this one) holds the database file.
+	ErrLocked = errors.New("store: another process holds the database")
+)
+
+// Options holds the settings shared by [NewMemory] and [OpenBolt]. A nil
+// *Options, like its zero value, means defaults.
+type Options struct {
+	// Cap is the most entries one route's queue holds. Zero or less means
+	// [DefaultCap]. Callers that accept a configured 0 clamp it to 1
+	// themselves.
+	Cap int
+	// Now returns the current time; nil means [time.Now]. [Memory] uses it
+	// once, to seed its sequence.
+	Now func() time.Time
+	// Logger receives the store's few log events; nil discards them. The
+	// stores do not log dropped entries: [Store.Enqueue] returns the count
+	// and the caller decides how to report it.
+	Logger *slog.Logger
+}
+
+func (o *Options) capacity() int {
+	if o == nil || o.Cap <= 0 {
+		return DefaultCap
+	}
+	return o.Cap
+}
+
+func (o *Options) now() time.Time {
+	if o == nil || o.Now == nil {
+		return time.Now()
+	}
+	return o.Now()
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o == nil || o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
 
 // Entry is one stored message.
 type Entry struct {
@@ -72,4 +118,21 @@ func RoutePrefix(route string) string { return route + "\x00" }
 // "K#s2" for "K#s") does not match.
 func HasRoute(key, route string) bool {
 	return strings.HasPrefix(key, RoutePrefix(route))
+}
+
+// seqDigits is the number of decimal digits of the sequence in a key.
+const seqDigits = 20
+
+// splitKey parses a key made by [Key]. The route is everything before the
+// last NUL, so a route that itself held a NUL would still parse whole.
+func splitKey(key string) (route string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(key, 0)
+	if i < 0 || len(key)-i-1 != seqDigits {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(key[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return key[:i], seq, true
 }

@@ -1,0 +1,306 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// benchValue is about the size of a signed message envelope.
+var benchValue = make([]byte, 512)
+
+// benchStores lists the stores the queue benchmarks run against. "bolt" is
+// the store as shipped; "bolt-batch" sends every enqueue through Batch, even
+// a lone one, to show what the shortcut for lone enqueues saves.
+func benchStores(b *testing.B, f func(b *testing.B, open func(opts *Options) Store)) {
+	b.Run("memory", func(b *testing.B) {
+		f(b, func(opts *Options) Store {
+			m := NewMemory(opts)
+			b.Cleanup(func() { m.Close() })
+			return m
+		})
+	})
+	for _, name := range []string{"bolt", "bolt-batch"} {
+		b.Run(name, func(b *testing.B) {
+			f(b, func(opts *Options) Store {
+				s, err := OpenBolt(filepath.Join(b.TempDir(), "bus.db"), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.alwaysBatch = name == "bolt-batch"
+				b.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
+}
+
+// BenchmarkEnqueuePeekDelete measures one send, poll and ack: serially on one
+// route, and from 64 goroutines on 64 routes.
+func BenchmarkEnqueuePeekDelete(b *testing.B) {
+	benchStores(b, func(b *testing.B, open func(*Options) Store) {
+		b.Run("serial", func(b *testing.B) {
+			s := open(nil)
+			var lat []time.Duration
+			commits := commitCounter(b, s)
+			for b.Loop() {
+				t0 := time.Now()
+				roundTrip(b, s, "K#s")
+				lat = append(lat, time.Since(t0))
+			}
+			reportRate(b)
+			reportLatency(b, lat)
+			commits()
+		})
+		b.Run("parallel", func(b *testing.B) {
+			s := open(nil)
+			var next atomic.Int64
+			commits := commitCounter(b, s)
+			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				route := fmt.Sprintf("K#s%d", next.Add(1)%64)
+				for pb.Next() {
+					roundTrip(b, s, route)
+				}
+			})
+			reportRate(b)
+			commits()
+		})
+	})
+}
+
+func roundTrip(b *testing.B, s Store, route string) {
+	if _, _, err := s.Enqueue(route, benchValue); err != nil {
+		b.Error(err)
+		return
+	}
+	e, ok, err := s.Peek(route)
+	if err != nil || !ok {
+		b.Errorf("Peek: %v, %v", ok, err)
+		return
+	}
+	if err := s.Delete(e.Key); err != nil {
+		b.Error(err)
+	}
+}
+
+// BenchmarkEnqueueFullQueue compares a send into a full queue (cap 1024, so
+// every send drops the oldest entry) with a send into an empty one.
+func BenchmarkEnqueueFullQueue(b *testing.B) {
+	benchStores(b, func(b *testing.B, open func(*Options) Store) {
+		b.Run("empty", func(b *testing.B) {
+			s := open(nil)
+			routes := make([]string, b.N)
+			for i := range routes {
+				routes[i] = fmt.Sprintf("K#s%08d", i)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				if _, dropped, err := s.Enqueue(routes[i], benchValue); err != nil || dropped != 0 {
+					b.Fatal(dropped, err)
+				}
+			}
+			reportRate(b)
+		})
+		b.Run("full", func(b *testing.B) {
+			s := open(nil)
+			fill(b, s, "K#s", DefaultCap)
+			for b.Loop() {
+				if _, dropped, err := s.Enqueue("K#s", benchValue); err != nil || dropped != 1 {
+					b.Fatal(dropped, err)
+				}
+			}
+			reportRate(b)
+		})
+	})
+}
+
+// fill puts n entries into route's queue. A bolt store is filled in one
+// transaction, so the fill costs one commit.
+func fill(b *testing.B, s Store, route string, n int) {
+	b.Helper()
+	bs, ok := s.(*Bolt)
+	if !ok {
+		for range n {
+			if _, _, err := s.Enqueue(route, benchValue); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	err := bs.db.Update(func(tx *bolt.Tx) error {
+		bs.counts.begin(tx)
+		for range n {
+			if _, _, err := bs.enqueueTx(tx, route, benchValue); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, _ := s.Depth(route); got != n {
+		b.Fatalf("filled %d entries, depth %d", n, got)
+	}
+}
+
+// BenchmarkBoltTwoCommitFloor is raw bbolt doing what a send and an ack cost
+// at least: two fsync'd write transactions, a put and then a delete. It is
+// the floor the bus's durable sequential send-and-ack rate is compared with.
+func BenchmarkBoltTwoCommitFloor(b *testing.B) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	bucket := []byte("messages")
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket(bucket)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var seq uint64
+	for b.Loop() {
+		seq++
+		key := []byte(Key("K#s", seq))
+		if err := db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucket).Put(key, benchValue)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucket).Delete(key)
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkBoltReopen opens a file of 100,000 entries over 1,000 routes,
+// which includes rebuilding the per-route counts. Each run costs tens of
+// milliseconds, so it skips iteration counts over 200 (such as
+// -benchtime=2000x); run it with -benchtime=20x.
+func BenchmarkBoltReopen(b *testing.B) {
+	const (
+		routes   = 1_000
+		perRoute = 100
+	)
+	if b.N > 200 {
+		b.Skipf("%d reopens would take minutes; use -benchtime=20x", b.N)
+	}
+	path := filepath.Join(b.TempDir(), "bus.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Interleave routes as a live bus would, in a few large transactions.
+	var seq uint64
+	for round := range perRoute {
+		err := db.Update(func(tx *bolt.Tx) error {
+			msgs, err := tx.CreateBucketIfNotExists(bucketMessages)
+			if err != nil {
+				return err
+			}
+			for r := range routes {
+				if err := msgs.Put([]byte(Key(fmt.Sprintf("K%04d#s", r), seq)), benchValue); err != nil {
+					return err
+				}
+				seq++
+			}
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+			if err != nil {
+				return err
+			}
+			return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, seq))
+		})
+		if err != nil {
+			b.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		s, err := OpenBolt(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n, _ := s.Depth("K0000#s"); n != perRoute {
+			b.Fatalf("depth %d, want %d", n, perRoute)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+func reportRate(b *testing.B) {
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(b.N)/s, "ops/s")
+	}
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))]) / 1e3 }
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+// commitCounter returns a function that reports write commits per operation
+// for a bolt store since commitCounter was called.
+func commitCounter(b *testing.B, s Store) func() {
+	bs, ok := s.(*Bolt)
+	if !ok {
+		return func() {}
+	}
+	txid := func() int {
+		tx, err := bs.db.Begin(false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer tx.Rollback()
+		return tx.ID()
+	}
+	start := txid()
+	return func() { b.ReportMetric(float64(txid()-start)/float64(b.N), "commits/op") }
+}
+
+// BenchmarkEnqueueParallel measures sends alone from 64 goroutines on 64
+// routes, where a durable store merges concurrent sends into shared commits.
+func BenchmarkEnqueueParallel(b *testing.B) {
+	benchStores(b, func(b *testing.B, open func(*Options) Store) {
+		s := open(nil)
+		var next atomic.Int64
+		commits := commitCounter(b, s)
+		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			route := fmt.Sprintf("K#s%d", next.Add(1)%64)
+			for pb.Next() {
+				if _, _, err := s.Enqueue(route, benchValue); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b)
+		commits()
+	})
+}

@@ -1,0 +1,368 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Database layout. The messages bucket maps [Key] to the stored value; keys
+// of one route share the prefix [RoutePrefix] and sort by sequence. The meta
+// bucket holds next_seq, the sequence of the next entry, as 8 big-endian
+// bytes; it starts at 0 in a new file.
+var (
+	bucketMessages = []byte("messages")
+	bucketMeta     = []byte("meta")
+	keyNextSeq     = []byte("next_seq")
+)
+
+const (
+	// lockTimeout is how long OpenBolt waits for the file lock before it
+	// gives up with ErrLocked.
+	lockTimeout = time.Second
+	// batchDelay is how long a batch of concurrent enqueues waits for more
+	// to join before it commits (bbolt's default is 10 ms). A commit costs
+	// two fsyncs; waiting about that long lets the next batch fill while the
+	// current one writes, without making a lone sender wait much.
+	batchDelay = 2 * time.Millisecond
+)
+
+// Bolt is a [Store] kept in a bbolt database file, so queues and the
+// sequence survive restarts. Every write commits with fsync before it
+// returns: when [Bolt.Enqueue] returns without error, the entry is on disk.
+//
+// Enqueue is one transaction that takes the next sequence number, stores
+// the entry and drops the oldest entries of the route while it holds more
+// than the cap, so a crash never leaves a queue over the cap because of a
+// half-done send. A cap lowered between runs is enforced lazily: a queue
+// keeps its excess until the next enqueue to it trims it.
+//
+// Concurrent enqueues share transactions through [bolt.DB.Batch], and with
+// them the cost of the fsync; a lone enqueue commits at once instead of
+// waiting for company. Peek reads in a read-only transaction and copies the
+// entry out of it. Delete is one write transaction.
+//
+// The number of entries per route is cached in memory, so enqueue and
+// [Bolt.Depth] need not count a queue. [OpenBolt] builds the cache with one
+// scan of every key, which makes opening linear in the number of stored
+// entries.
+type Bolt struct {
+	db     *bolt.DB     // fixed at open
+	cap    int          // fixed at open
+	log    *slog.Logger // fixed at open
+	counts *routeCounts // has its own lock
+
+	closed   atomic.Bool
+	inflight atomic.Int64 // enqueues in progress; more than one means use Batch
+
+	// alwaysBatch makes every enqueue go through Batch; tests set it to
+	// exercise batches, benchmarks to compare with the lone-enqueue
+	// shortcut. Set only before first use.
+	alwaysBatch bool
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens the database at path, creating the file (mode 0600) if it
+// does not exist. The directory must exist already. If another process holds
+// the file, OpenBolt gives up after about a second with an error wrapping
+// [ErrLocked]. It uses opts.Cap and opts.Logger.
+func OpenBolt(path string, opts *Options) (*Bolt, error) {
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, lockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.MaxBatchDelay = batchDelay
+
+	s := &Bolt{db: db, cap: opts.capacity(), log: opts.logger()}
+	start := time.Now()
+	counts, entries, err := s.prepare()
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.counts = newRouteCounts(counts)
+	s.log.Debug("store opened", "db", path, "routes", len(counts), "entries", entries,
+		"elapsed", time.Since(start))
+	return s, nil
+}
+
+// prepare creates the buckets when missing and counts the entries of every
+// route with one scan. It writes only when the buckets are missing or the
+// stored next_seq is not above every stored sequence (a damaged file), which
+// it then raises.
+func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
+	var repair bool
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketMessages) == nil || tx.Bucket(bucketMeta) == nil {
+			repair = true
+			return nil
+		}
+		counts, entries, repair, err = s.scan(tx)
+		return err
+	})
+	if err != nil || !repair {
+		return counts, entries, err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucketIfNotExists(bucketMessages); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
+			return err
+		}
+		counts, entries, _, err = s.scan(tx)
+		return err
+	})
+	return counts, entries, err
+}
+
+// scan counts every route's entries. It reports whether next_seq is not
+// above every stored sequence, and in a writable transaction it raises it.
+func (s *Bolt) scan(tx *bolt.Tx) (counts map[string]int, entries int, repair bool, err error) {
+	meta := tx.Bucket(bucketMeta)
+	next, err := readNextSeq(meta)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	counts = make(map[string]int)
+	var (
+		foreign int    // keys the store did not make; never served
+		minNext uint64 // one more than the highest stored sequence
+		run     string // route of the current run of keys
+		runN    int
+	)
+	c := tx.Bucket(bucketMessages).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		route, seq, ok := splitKey(string(k))
+		if !ok {
+			foreign++
+			continue
+		}
+		entries++
+		minNext = max(minNext, seq+1)
+		// Keys of one route are adjacent, so count runs and touch the
+		// map once per route.
+		if runN > 0 && route == run {
+			runN++
+			continue
+		}
+		if runN > 0 {
+			counts[run] += runN
+		}
+		run, runN = strings.Clone(route), 1
+	}
+	if runN > 0 {
+		counts[run] += runN
+	}
+	if foreign > 0 && !tx.Writable() {
+		s.log.Warn("ignoring keys the store did not make", "keys", foreign)
+	}
+	if next >= minNext {
+		return counts, entries, false, nil
+	}
+	if tx.Writable() {
+		s.log.Warn("raising next_seq above the stored keys", "next_seq", next, "new_next_seq", minNext)
+		if err := writeNextSeq(meta, minNext); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return counts, entries, true, nil
+}
+
+func readNextSeq(meta *bolt.Bucket) (uint64, error) {
+	v := meta.Get(keyNextSeq)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("meta next_seq has %d bytes, want 8", len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func writeNextSeq(meta *bolt.Bucket, seq uint64) error {
+	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, seq))
+}
+
+// Enqueue implements [Store.Enqueue].
+func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err error) {
+	if s.closed.Load() {
+		return "", 0, ErrClosed
+	}
+	// The function may run more than once (Batch retries); only the run in
+	// the transaction that committed sets the results we return.
+	fn := func(tx *bolt.Tx) error {
+		var err error
+		key, dropped, err = s.enqueueTx(tx, route, value)
+		return err
+	}
+	if s.inflight.Add(1) > 1 || s.alwaysBatch {
+		err = s.db.Batch(fn)
+	} else {
+		err = s.db.Update(fn)
+	}
+	s.inflight.Add(-1)
+	if err != nil {
+		return "", 0, s.wrap("enqueue", err)
+	}
+	return key, dropped, nil
+}
+
+func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, int, error) {
+	s.counts.begin(tx)
+	meta, msgs := tx.Bucket(bucketMeta), tx.Bucket(bucketMessages)
+	seq, err := readNextSeq(meta)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := writeNextSeq(meta, seq+1); err != nil {
+		return "", 0, err
+	}
+	key := Key(route, seq)
+	kb := []byte(key)
+	if err := msgs.Put(kb, value); err != nil {
+		return "", 0, err
+	}
+	before := s.counts.inTx(route)
+	after := before + 1
+	dropped := 0
+	if after > s.cap {
+		c := msgs.Cursor()
+		prefix := []byte(RoutePrefix(route))
+		for after > s.cap {
+			k, _ := first(c, prefix)
+			if k == nil || bytes.Equal(k, kb) {
+				// The cache counted entries that are not there. Trust
+				// the data: the new entry is the route's only one.
+				s.log.Error("entry count out of step with the database; corrected",
+					"counted", before, "cap", s.cap)
+				after = 1
+				break
+			}
+			if err := c.Delete(); err != nil {
+				return "", 0, err
+			}
+			after--
+			dropped++
+		}
+	}
+	s.counts.add(route, after-before)
+	return key, dropped, nil
+}
+
+// first positions c on the oldest entry of the route whose prefix is given
+// and returns it, or a nil key if the route has none. Keys of longer routes
+// that share the prefix (possible only if routes contain NUL) are skipped:
+// a key of this route is exactly the prefix plus the sequence digits.
+func first(c *bolt.Cursor, prefix []byte) (key, value []byte) {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if len(k) == len(prefix)+seqDigits {
+			return k, v
+		}
+	}
+	return nil, nil
+}
+
+// Peek implements [Store.Peek]. The returned entry is copied out of the
+// read transaction.
+func (s *Bolt) Peek(route string) (Entry, bool, error) {
+	if s.closed.Load() {
+		return Entry{}, false, ErrClosed
+	}
+	var (
+		e  Entry
+		ok bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketMessages).Cursor()
+		if k, v := first(c, []byte(RoutePrefix(route))); k != nil {
+			e, ok = Entry{Key: string(k), Value: bytes.Clone(v)}, true
+		}
+		return nil
+	})
+	if err != nil {
+		return Entry{}, false, s.wrap("peek", err)
+	}
+	return e, ok, nil
+}
+
+// errNoChange rolls back a write transaction that found nothing to do, which
+// saves the commit's fsync.
+var errNoChange = errors.New("no change")
+
+// Delete implements [Store.Delete].
+func (s *Bolt) Delete(key string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	route, _, ok := splitKey(key)
+	if !ok {
+		return nil
+	}
+	kb := []byte(key)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		s.counts.begin(tx)
+		c := tx.Bucket(bucketMessages).Cursor()
+		if k, _ := c.Seek(kb); !bytes.Equal(k, kb) {
+			return errNoChange
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		s.counts.add(route, -1)
+		return nil
+	})
+	if err != nil && err != errNoChange {
+		return s.wrap("delete", err)
+	}
+	return nil
+}
+
+// Depth implements [Store.Depth] from the cached counts.
+func (s *Bolt) Depth(route string) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.counts.depth(route), nil
+}
+
+// Close implements [Store.Close]: it waits for transactions in progress and
+// closes the file, releasing its lock. Calling it again returns [ErrClosed].
+func (s *Bolt) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// wrap adds context to an error from bbolt, turning the error for a closed
+// database (a call racing with Close) into ErrClosed.
+func (s *Bolt) wrap(op string, err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

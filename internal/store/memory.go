@@ -1,0 +1,191 @@
+package store
+
+import (
+	"bytes"
+	"sort"
+	"sync"
+)
+
+// Memory is a [Store] that keeps its queues in process memory. Everything is
+// lost when the process ends.
+//
+// Each route's queue holds at most the configured cap; [Memory.Enqueue]
+// drops the oldest entries of a full queue. Queues that become empty are
+// removed, so routes that were drained cost nothing. There is no bound on the
+// number of routes.
+//
+// The sequence starts at the creation time in Unix nanoseconds and grows by
+// one per enqueue. A key handed out before a restart therefore names a
+// sequence number below every key the new store hands out, and acking it
+// after the restart cannot delete a newer entry.
+//
+// One mutex guards all queues. No I/O and no value copying happen under it.
+type Memory struct {
+	cap int // fixed at creation
+
+	mu     sync.Mutex
+	queues map[string]*memQueue // guarded by mu; only non-empty queues
+	next   uint64               // guarded by mu; sequence of the next entry
+	closed bool                 // guarded by mu
+}
+
+var _ Store = (*Memory)(nil)
+
+// memEntry is one stored entry. Its value is never modified after it is
+// stored, so it may be read (and copied) outside the lock.
+type memEntry struct {
+	seq   uint64
+	key   string
+	value []byte
+}
+
+// memQueue is one route's entries, oldest first, in entries[head:]. Slots
+// before head are zeroed so dropped values can be collected; the slice is
+// compacted once the dead prefix is at least as long as the live part, which
+// keeps dropping the oldest entry O(1) amortized.
+type memQueue struct {
+	entries []memEntry
+	head    int
+}
+
+func (q *memQueue) len() int { return len(q.entries) - q.head }
+
+func (q *memQueue) push(e memEntry) { q.entries = append(q.entries, e) }
+
+// popFront removes the oldest entry.
+func (q *memQueue) popFront() {
+	q.entries[q.head] = memEntry{}
+	q.head++
+	if q.head == len(q.entries) {
+		q.entries, q.head = q.entries[:0], 0
+		return
+	}
+	if q.head >= 32 && q.head >= q.len() {
+		n := copy(q.entries, q.entries[q.head:])
+		clear(q.entries[n:])
+		q.entries, q.head = q.entries[:n], 0
+	}
+}
+
+// remove deletes the entry with this key, if present. Entries are sorted by
+// sequence, so it is found by binary search; removing the head is O(1),
+// removing from the middle moves the later entries.
+func (q *memQueue) remove(key string, seq uint64) {
+	live := q.entries[q.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].seq >= seq })
+	if i == len(live) || live[i].key != key {
+		return
+	}
+	if i == 0 {
+		q.popFront()
+		return
+	}
+	copy(live[i:], live[i+1:])
+	live[len(live)-1] = memEntry{}
+	q.entries = q.entries[:len(q.entries)-1]
+}
+
+// NewMemory returns an empty in-memory store. It uses opts.Cap and opts.Now;
+// it does not log.
+func NewMemory(opts *Options) *Memory {
+	var next uint64
+	if ns := opts.now().UnixNano(); ns > 0 {
+		next = uint64(ns)
+	}
+	return &Memory{
+		cap:    opts.capacity(),
+		queues: make(map[string]*memQueue),
+		next:   next,
+	}
+}
+
+// Enqueue implements [Store.Enqueue]. It stores a copy of value, so the
+// caller may reuse its buffer.
+func (m *Memory) Enqueue(route string, value []byte) (key string, dropped int, err error) {
+	value = bytes.Clone(value)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return "", 0, ErrClosed
+	}
+	seq := m.next
+	m.next++
+	key = Key(route, seq)
+	q := m.queues[route]
+	if q == nil {
+		q = new(memQueue)
+		m.queues[route] = q
+	}
+	q.push(memEntry{seq: seq, key: key, value: value})
+	for q.len() > m.cap {
+		q.popFront()
+		dropped++
+	}
+	return key, dropped, nil
+}
+
+// Peek implements [Store.Peek]. The returned value is a copy.
+func (m *Memory) Peek(route string) (Entry, bool, error) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return Entry{}, false, ErrClosed
+	}
+	q := m.queues[route]
+	if q == nil {
+		m.mu.Unlock()
+		return Entry{}, false, nil
+	}
+	e := q.entries[q.head]
+	m.mu.Unlock()
+	return Entry{Key: e.key, Value: bytes.Clone(e.value)}, true, nil
+}
+
+// Delete implements [Store.Delete]. A key that [Key] could not have made is
+// simply not found.
+func (m *Memory) Delete(key string) error {
+	route, seq, ok := splitKey(key)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	if !ok {
+		return nil
+	}
+	q := m.queues[route]
+	if q == nil {
+		return nil
+	}
+	q.remove(key, seq)
+	if q.len() == 0 {
+		delete(m.queues, route)
+	}
+	return nil
+}
+
+// Depth implements [Store.Depth].
+func (m *Memory) Depth(route string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, ErrClosed
+	}
+	if q := m.queues[route]; q != nil {
+		return q.len(), nil
+	}
+	return 0, nil
+}
+
+// Close implements [Store.Close] and frees every queue. Calling it again
+// returns [ErrClosed].
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.closed = true
+	m.queues = nil
+	return nil
+}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestMemorySequenceFromClock(t *testing.T) {
+	start := time.Unix(1_700_000_000, 123)
+	m := openMemory(t, &Options{Now: func() time.Time { return start }})
+	k1, _ := enqueue(t, m, "K#s", "a")
+	k2, _ := enqueue(t, m, "L#s", "b")
+	if want := Key("K#s", uint64(start.UnixNano())); k1 != want {
+		t.Fatalf("first key = %q, want %q", k1, want)
+	}
+	if want := Key("L#s", uint64(start.UnixNano())+1); k2 != want {
+		t.Fatalf("second key = %q, want %q", k2, want)
+	}
+
+	before := openMemory(t, &Options{Now: func() time.Time { return time.Unix(-5, 0) }})
+	if k, _ := enqueue(t, before, "K#s", "a"); k != Key("K#s", 0) {
+		t.Fatalf("key with a clock before 1970 = %q, want sequence 0", k)
+	}
+}
+
+// D8: nothing survives a restart, and a key from before the restart cannot
+// delete a newer entry.
+func TestMemoryRestartStartsEmpty(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	m := openMemory(t, &Options{Now: func() time.Time { return now }})
+	var old string
+	for i := range 1000 {
+		old, _ = enqueue(t, m, "K#s", itoa(i))
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	now = now.Add(time.Millisecond)
+	m = openMemory(t, &Options{Now: func() time.Time { return now }})
+	wantEmpty(t, m, "K#s")
+	k, _ := enqueue(t, m, "K#s", "new")
+	if seqOf(t, k) <= seqOf(t, old) {
+		t.Fatalf("key %q after the restart does not follow %q", k, old)
+	}
+	del(t, m, old)
+	wantHead(t, m, "K#s", k, "new")
+}
+
+func TestMemoryDropsEmptyQueues(t *testing.T) {
+	m := openMemory(t, nil)
+	for i := range 1000 {
+		k, _ := enqueue(t, m, fmt.Sprintf("K#s%d", i), "x")
+		del(t, m, k)
+	}
+	for i := range 10 {
+		enqueue(t, m, "L#s", itoa(i))
+	}
+	drain(t, m, "L#s")
+	m.mu.Lock()
+	n := len(m.queues)
+	m.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d queues left after every queue was drained", n)
+	}
+}
+
+// A queue that stays full keeps a bounded backing array: dropping the oldest
+// compacts it now and then instead of letting it grow.
+func TestMemoryFullQueueStaysBounded(t *testing.T) {
+	const capacity = 100
+	m := openMemory(t, &Options{Cap: capacity})
+	for i := range 100 * capacity {
+		enqueue(t, m, "K#s", itoa(i))
+		m.mu.Lock()
+		q := m.queues["K#s"]
+		n, live := len(q.entries), q.len()
+		m.mu.Unlock()
+		if n > 2*capacity+2 {
+			t.Fatalf("after %d sends the queue holds %d slots for %d entries", i+1, n, live)
+		}
+	}
+	wantHead(t, m, "K#s", "", itoa(99*capacity))
+}
