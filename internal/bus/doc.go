@@ -1,0 +1,53 @@
+// Package bus is the HTTP broker: it relays opaque payloads to per-route
+// queues kept in a [store.Store], wakes receivers that long-poll those
+// queues, and keeps the presence roster in memory.
+//
+// The bus is deliberately dumb. It never parses a payload beyond the keys of
+// the request that carries it, holds no keys and verifies no signatures;
+// agents do all of that. Anyone who can reach the port can read, drain and
+// flood any queue and rewrite the roster, so the only protection is keeping
+// the port on a trusted network.
+//
+// # Endpoints
+//
+//	POST /send        {"to":route,"payload":any}      202, empty body
+//	GET  /recv        ?me=route&timeout_ms=n           200 message or timeout
+//	POST /ack         {"me":route,"ack":key}           200, empty body; 403
+//	POST /announce    any object with a string pubkey  202, empty body
+//	POST /unregister  the same shape                   202, empty body
+//	GET  /roster                                       200 {"roster":[...]}
+//	GET  /healthz                                      200 {"status":"ok"}
+//
+// GET routes also answer HEAD. Every response other than 2xx carries a JSON
+// body {"error":"..."}; a failed long-poll answers
+// {"status":"error","error":"..."} with status 500, so clients back off
+// instead of spinning. The status codes follow the original broker's
+// framework: 400 for malformed JSON or a bad query, 422 for valid JSON of
+// the wrong shape, 413 for bodies over [MaxBodyBytes], 415 for a content
+// type other than JSON, 404 and 405 for unknown paths and methods.
+//
+// # Differences from the original broker
+//
+// All of them are invisible to well-behaved clients:
+//
+//   - A message wakes every long-poll parked on its route, not just one.
+//   - timeout_ms is clamped to [MaxRecvTimeout].
+//   - Routes longer than [MaxRouteBytes], not valid UTF-8, or holding a
+//     control character (NUL included) are refused with 400. A NUL would let
+//     route "a" see and ack the messages of route "a\x00b".
+//   - Announcements over [MaxAnnounceBytes] are refused with 413.
+//   - Request bodies must be UTF-8 JSON without unpaired surrogate escapes
+//     or numbers beyond the range of a float64, nested at most 100 deep.
+//     The original's JSON parser refused such bodies too; accepting them
+//     would store payloads that clients cannot parse, which would block the
+//     route for its receiver.
+//   - [Server.Shutdown] ends parked long-polls so the HTTP server can stop.
+//
+// # Waiters
+//
+// A long-poll registers on its route before it looks at the queue, and a
+// send wakes the route only after its message is committed, so a message
+// that arrives between the look and the wait is never missed. The waiter
+// map holds only routes with a parked poll: it never grows with routes that
+// are merely sent to or polled without waiting.
+package bus

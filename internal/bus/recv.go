@@ -1,0 +1,87 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// timeoutBody is the /recv answer when nothing arrived before the deadline.
+var timeoutBody = []byte(`{"status":"timeout"}`)
+
+// recv serves GET /recv: the oldest message of a route, waiting for one if
+// the queue is empty. The message stays queued until it is acked, so every
+// poll returns the same head.
+func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
+	q, err := decodeRecvQuery(r.URL.RawQuery, s.maxWait)
+	if err != nil {
+		return err
+	}
+	e, ok, err := s.poll(r.Context(), q.me, q.wait)
+	if err != nil {
+		s.log.Error("recv failed", "route", q.me, "error", err)
+		return fmt.Errorf("%w: %w", errPoll, err)
+	}
+	if !ok {
+		writeJSON(w, http.StatusOK, timeoutBody)
+		return nil
+	}
+	// A stored envelope that is not JSON would make the whole reply
+	// unparseable. It answers 500 until someone acks its key, as in the
+	// original; the bus itself only ever stores envelopes it built.
+	if !json.Valid(e.Value) {
+		s.log.Error("recv failed", "route", q.me, "error", "stored envelope is not valid JSON")
+		return fmt.Errorf("%w: stored envelope is not valid JSON", errPoll)
+	}
+	ack, err := marshal(e.Key)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errPoll, err)
+	}
+	body := make([]byte, 0, len(`{"ack":,"envelope":,"status":"message"}`)+len(ack)+len(e.Value))
+	body = append(body, `{"ack":`...)
+	body = append(body, ack...)
+	body = append(body, `,"envelope":`...)
+	body = append(body, e.Value...)
+	body = append(body, `,"status":"message"}`...)
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// poll returns the head of route's queue, waiting up to wait for one to
+// arrive. It returns false when the wait ends empty: at the deadline, when
+// ctx ends (the client left), or when the server shuts down.
+func (s *Server) poll(ctx context.Context, route string, wait time.Duration) (store.Entry, bool, error) {
+	select {
+	case <-s.done:
+		wait = 0
+	default:
+	}
+	if wait <= 0 {
+		return s.st.Peek(route)
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		// Register before peeking; see waiters.
+		wake := s.waiters.register(route)
+		e, ok, err := s.st.Peek(route)
+		woken := false
+		if err == nil && !ok {
+			select {
+			case <-wake:
+				woken = true
+			case <-deadline.C:
+			case <-ctx.Done():
+			case <-s.done:
+			}
+		}
+		s.waiters.unregister(route)
+		if !woken {
+			return e, ok, err
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package bus
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// send serves POST /send: wrap the payload in an envelope stamped with the
+// bus clock, append it to the route's queue, and wake the route's polls.
+func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(w, r, MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	req, err := decodeSend(body)
+	if err != nil {
+		return err
+	}
+	_, dropped, err := s.st.Enqueue(req.to, envelope(req.payload, s.millis()))
+	if err != nil {
+		s.log.Error("enqueue failed", "to", req.to, "error", err)
+		return fmt.Errorf("%w: %w", errStorage, err)
+	}
+	if dropped > 0 {
+		for _, ev := range s.drops.note(req.to, dropped, s.now()) {
+			ev.log(s)
+		}
+	}
+	s.waiters.wake(req.to)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// envelope returns the stored form of a message: the payload bytes as the
+// sender wrote them and the bus's receipt time in Unix milliseconds, with
+// keys in sorted order like the original's.
+func envelope(payload []byte, ms int64) []byte {
+	b := make([]byte, 0, len(`{"payload":,"ts":}`)+len(payload)+20)
+	b = append(b, `{"payload":`...)
+	b = append(b, payload...)
+	b = append(b, `,"ts":`...)
+	b = strconv.AppendInt(b, ms, 10)
+	return append(b, '}')
+}
+
+// Limits of the drop warning.
+const (
+	// dropLogEvery is the shortest time between two warnings for one route.
+	dropLogEvery = time.Second
+	// dropLogRoutes bounds the routes the warning limiter tracks.
+	dropLogRoutes = 1024
+)
+
+// dropLog rate-limits the warning logged when a full queue drops its oldest
+// messages: at most one warning per route per [dropLogEvery], each carrying
+// the number of messages dropped since the route's previous warning. Drops
+// counted after a warning are reported with the route's next warning, or
+// when the route is pruned.
+//
+// Bound: at most dropLogRoutes routes are tracked. When the map is full,
+// routes whose last warning is older than dropLogEvery are pruned (and
+// their pending counts logged); if it is still full, the drop is added to
+// one shared counter for untracked routes, itself warned about at most once
+// per dropLogEvery. A count still pending when drops stop is reported with
+// the next warning that prunes.
+type dropLog struct {
+	mu     sync.Mutex
+	routes map[string]*dropCount // guarded by mu
+	other  dropCount             // untracked routes; guarded by mu
+}
+
+// dropCount is the limiter state of one route.
+type dropCount struct {
+	last    time.Time // the last warning
+	pending int       // dropped since the last warning
+}
+
+// dropEvent is one warning to log.
+type dropEvent struct {
+	to      string
+	other   bool // for untracked routes; to is empty
+	dropped int
+}
+
+func (ev dropEvent) log(s *Server) {
+	if ev.other {
+		s.log.Warn("queue full; dropped oldest", "untracked", true, "dropped", ev.dropped)
+		return
+	}
+	s.log.Warn("queue full; dropped oldest", "to", ev.to, "dropped", ev.dropped)
+}
+
+// due reports whether a warning last logged at last may be logged again at
+// now. A clock that went backwards counts as due.
+func due(last, now time.Time) bool {
+	d := now.Sub(last)
+	return d >= dropLogEvery || d < 0
+}
+
+// note counts n messages dropped from route's queue at now and returns the
+// warnings to log. The caller logs them, outside the lock.
+func (d *dropLog) note(route string, n int, now time.Time) []dropEvent {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.routes[route]; c != nil {
+		c.pending += n
+		if !due(c.last, now) {
+			return nil
+		}
+		ev := dropEvent{to: route, dropped: c.pending}
+		c.pending, c.last = 0, now
+		return []dropEvent{ev}
+	}
+	var evs []dropEvent
+	if len(d.routes) >= dropLogRoutes {
+		evs = d.prune(now, evs)
+	}
+	if len(d.routes) >= dropLogRoutes {
+		d.other.pending += n
+		if due(d.other.last, now) {
+			evs = append(evs, dropEvent{other: true, dropped: d.other.pending})
+			d.other.pending, d.other.last = 0, now
+		}
+		return evs
+	}
+	if d.routes == nil {
+		d.routes = make(map[string]*dropCount)
+	}
+	d.routes[route] = &dropCount{last: now}
+	return append(evs, dropEvent{to: route, dropped: n})
+}
+
+// prune forgets the routes whose last warning is due again, appending a
+// warning for those with drops still unreported, and for the untracked
+// routes when theirs is due. d.mu must be held.
+func (d *dropLog) prune(now time.Time, evs []dropEvent) []dropEvent {
+	for route, c := range d.routes {
+		if !due(c.last, now) {
+			continue
+		}
+		if c.pending > 0 {
+			evs = append(evs, dropEvent{to: route, dropped: c.pending})
+		}
+		delete(d.routes, route)
+	}
+	if d.other.pending > 0 && due(d.other.last, now) {
+		evs = append(evs, dropEvent{other: true, dropped: d.other.pending})
+		d.other.pending, d.other.last = 0, now
+	}
+	return evs
+}
+
+// len returns the number of tracked routes.
+func (d *dropLog) len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.routes)
+}

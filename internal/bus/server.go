@@ -1,0 +1,231 @@
+package bus
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// Limits and defaults of the wire contract.
+const (
+	// MaxBodyBytes is the largest request body accepted on every POST route
+	// except /announce; one byte more gets 413.
+	MaxBodyBytes = 2 << 20
+	// MaxAnnounceBytes is the largest /announce body accepted; one byte
+	// more gets 413. Real announcements are well under 1 KiB.
+	MaxAnnounceBytes = 16 << 10
+	// MaxRouteBytes is the longest route accepted in "to" and "me".
+	MaxRouteBytes = 256
+	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
+	DefaultRecvTimeout = 25 * time.Second
+	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
+	// are clamped to it.
+	MaxRecvTimeout = 120 * time.Second
+	// RosterCap is the number of roster entries beyond which announcements
+	// for new keys are dropped (still answered with 202).
+	RosterCap = 4096
+	// RosterRetention is how long a roster entry lives after its last
+	// announcement.
+	RosterRetention = 72 * time.Hour
+)
+
+// Options holds the optional settings of [New]. A nil *Options, and every
+// zero field, means the default.
+type Options struct {
+	// Logger receives warnings about dropped messages and errors from the
+	// store. Nil discards them.
+	Logger *slog.Logger
+	// Now is the wall clock used for envelope stamps, roster ages and the
+	// drop-warning rate limit. Nil means [time.Now].
+	Now func() time.Time
+	// MaxRecvTimeout caps the wait of /recv. Zero means [MaxRecvTimeout].
+	// It also caps the default wait, so a small value shortens every poll.
+	MaxRecvTimeout time.Duration
+}
+
+// Server is the bus's HTTP handler. Create it with [New]; it is safe for
+// concurrent use.
+type Server struct {
+	// Fixed at creation.
+	st      store.Store
+	log     *slog.Logger
+	now     func() time.Time
+	maxWait time.Duration
+	done    chan struct{} // closed by Shutdown
+	stop    sync.Once
+
+	// Each of these guards its own state.
+	waiters waiters
+	drops   dropLog
+	roster  roster
+}
+
+// New returns a Server that keeps its queues in st. The caller still owns
+// st and closes it after the HTTP server has stopped.
+func New(st store.Store, opts *Options) *Server {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Server{
+		st:      st,
+		log:     opts.Logger,
+		now:     opts.Now,
+		maxWait: opts.MaxRecvTimeout,
+		done:    make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.maxWait <= 0 {
+		s.maxWait = MaxRecvTimeout
+	}
+	return s
+}
+
+// Shutdown ends every parked long-poll, which answers {"status":"timeout"},
+// and makes later polls return after one look at the queue. Call it when the
+// HTTP server starts shutting down (for example through
+// [http.Server.RegisterOnShutdown]): that server waits for active requests,
+// and a parked poll would otherwise hold it for up to [MaxRecvTimeout].
+// Shutdown does not close the store. It is safe to call more than once.
+func (s *Server) Shutdown() {
+	s.stop.Do(func() { close(s.done) })
+}
+
+// endpoint is one route of the table in the package comment.
+type endpoint struct {
+	get    bool // GET and HEAD; otherwise POST
+	handle func(*Server, http.ResponseWriter, *http.Request) error
+}
+
+// endpoints maps each path the bus serves to its handler.
+var endpoints = map[string]endpoint{
+	"/send":       {handle: (*Server).send},
+	"/recv":       {get: true, handle: (*Server).recv},
+	"/ack":        {handle: (*Server).ack},
+	"/announce":   {handle: (*Server).announce},
+	"/unregister": {handle: (*Server).unregister},
+	"/roster":     {get: true, handle: (*Server).listRoster},
+	"/healthz":    {get: true, handle: (*Server).healthz},
+}
+
+// ServeHTTP routes a request to its endpoint.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ep, ok := endpoints[r.URL.Path]
+	if !ok {
+		s.fail(w, errNotFound)
+		return
+	}
+	switch {
+	case ep.get && r.Method != http.MethodGet && r.Method != http.MethodHead:
+		s.fail(w, &methodError{allow: "GET, HEAD"})
+		return
+	case !ep.get && r.Method != http.MethodPost:
+		s.fail(w, &methodError{allow: "POST"})
+		return
+	}
+	if err := ep.handle(s, w, r); err != nil {
+		s.fail(w, err)
+	}
+}
+
+// Errors the handlers return; fail turns each into its status.
+var (
+	// Routing.
+	errNotFound = errors.New("not found")
+
+	// Reading the request.
+	errMediaType = errors.New("content type must be application/json or application/*+json")
+	errTooLarge  = errors.New("request body too large")
+	errRead      = errors.New("reading request body")
+	errSyntax    = errors.New("malformed JSON")
+	errShape     = errors.New("unexpected JSON shape")
+	errQuery     = errors.New("bad query")
+	errRoute     = errors.New("invalid route")
+	errAnnounce  = errors.New("announcement must be a JSON object with a string pubkey")
+
+	// Acting on it.
+	errForeignAck = errors.New("ack key does not belong to me")
+	errStorage    = errors.New("storage error")
+	// errPoll marks a failed long-poll, which answers with the status
+	// field clients look at.
+	errPoll = errors.New("storage error")
+)
+
+// methodError reports a known path used with the wrong method; allow lists
+// the methods the path takes.
+type methodError struct{ allow string }
+
+func (e *methodError) Error() string { return "method not allowed" }
+
+// errorBody is the one JSON shape of every error response.
+type errorBody struct {
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error"`
+}
+
+// fail writes err as an error response. It is the only place where errors
+// become status codes. Storage failures were logged with their detail by the
+// handler; the client sees only that the store failed.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	status := http.StatusInternalServerError
+	body := errorBody{Error: err.Error()}
+	me, isMethod := errors.AsType[*methodError](err)
+	switch {
+	case isMethod:
+		status = http.StatusMethodNotAllowed
+		w.Header().Set("Allow", me.allow)
+	case errors.Is(err, errNotFound):
+		status = http.StatusNotFound
+	case errors.Is(err, errMediaType):
+		status = http.StatusUnsupportedMediaType
+	case errors.Is(err, errTooLarge):
+		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errShape):
+		status = http.StatusUnprocessableEntity
+	case errors.Is(err, errRead), errors.Is(err, errSyntax), errors.Is(err, errQuery),
+		errors.Is(err, errRoute), errors.Is(err, errAnnounce):
+		status = http.StatusBadRequest
+	case errors.Is(err, errForeignAck):
+		status = http.StatusForbidden
+	case errors.Is(err, errPoll):
+		body = errorBody{Status: "error", Error: errPoll.Error()}
+	default:
+		body.Error = errStorage.Error()
+	}
+	out, merr := json.Marshal(body)
+	if merr != nil {
+		panic("bus: encoding an error body: " + merr.Error())
+	}
+	writeJSON(w, status, out)
+}
+
+// writeJSON writes a complete JSON response.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a write error means the client left
+}
+
+// millis returns the current wall-clock time in Unix milliseconds; a clock
+// before the epoch reads as 0.
+func (s *Server) millis() int64 {
+	return max(s.now().UnixMilli(), 0)
+}
+
+// healthz answers that the process is serving. It does not touch the store.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	return nil
+}
