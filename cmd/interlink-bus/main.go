@@ -1,5 +1,6 @@
 // Command interlink-bus is the HTTP broker that relays signed messages
-// between interlink agents. This build answers --help and --version only.
+// between interlink agents, and, as "interlink-bus bench", a load generator
+// for it. See run.go for the command line.
 package main
 
 import (

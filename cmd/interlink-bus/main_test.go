@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -11,11 +9,12 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// TestMain makes the test binary double as interlink-bus: testscript puts a
+// copy named interlink-bus on PATH, and running that copy runs main, signal
+// handling included. Scripts and the process tests both use it.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"interlink-bus": func() {
-			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-		},
+		"interlink-bus": main,
 	})
 }
 
@@ -29,6 +28,11 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("USERPROFILE", env.WorkDir)
+			// The scripts set what they test; nothing leaks in from the
+			// environment of the test run.
+			for _, name := range []string{"INTERLINK_ADDR", "INTERLINK_DB", "INTERLINK_QUEUE_CAP", "INTERLINK_LOG_LEVEL"} {
+				env.Setenv(name, "")
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

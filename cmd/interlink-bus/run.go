@@ -4,8 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/interlink-go/interlink/internal/version"
+)
+
+const progName = "interlink-bus"
+
+// Exit statuses. Usage errors get their own status so that scripts and
+// service managers can tell a mistyped command line from a bus that failed.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
 )
 
 // usage is printed for --help.
@@ -14,25 +25,107 @@ interlink agents. It stores and forwards them; checking signatures is up to
 the agents.
 
 Usage:
-    interlink-bus --version   print the version
-    interlink-bus --help      show this help
+    interlink-bus [options]          serve until SIGINT or SIGTERM
+    interlink-bus bench [options]    generate load against a bus
+    interlink-bus --version
+    interlink-bus --help
 
-Serving is not available in this build yet: only --help and --version work.
+Options:
+    --addr IP:PORT     where to listen; an IP address, not a host name (IPv6
+                       as [::1]:9440). Env INTERLINK_ADDR; default
+                       127.0.0.1:9440
+    --db PATH          keep the queues in this bbolt file, created with mode
+                       0600 if missing; its folder must exist. Env
+                       INTERLINK_DB; default: in memory, lost on restart
+    --queue-cap N      messages kept per route; a full queue drops its oldest
+                       message. Env INTERLINK_QUEUE_CAP; default 1024; 0
+                       means 1
+    --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
+                       default info
+    -h, --help         show this help
+    --version          print the version
+
+A flag wins over its environment variable; a variable set to the empty
+string counts as unset. Logs go to stderr.
+
+The bus has no authentication and no TLS: anyone who can reach the port can
+read, acknowledge and flood every queue. Keep it on loopback or on a trusted
+private network (see docs/DEPLOY.md).
+
+Run 'interlink-bus bench --help' for the load generator.
 `
 
+// helpHint points at the usage text after a usage error.
+const helpHint = "run 'interlink-bus --help' for the options"
+
+// cli holds what the commands need from the process, so that tests can run
+// them with their own streams and environment.
+type cli struct {
+	stdout io.Writer // the command's intended output only
+	stderr io.Writer // logs, errors and hints
+	getenv func(string) string
+}
+
 // run runs interlink-bus with the command-line arguments args (without the
-// program name) and returns the exit status.
-func run(_ context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 1 {
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			fmt.Fprint(stdout, usage)
-			return 0
+// program name) and returns the exit status. It serves until ctx ends.
+func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return c.run(ctx, args)
+}
+
+func (c *cli) run(ctx context.Context, args []string) int {
+	if len(args) > 0 {
+		switch name, rest := args[0], args[1:]; name {
+		case "bench":
+			return c.bench(ctx, rest)
+		case "help":
+			return c.help(rest)
 		case "-version", "--version":
-			fmt.Fprintf(stdout, "interlink-bus %s\n", version.String())
-			return 0
+			if len(rest) > 0 {
+				return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q after %s", rest[0], name), helpHint)
+			}
+			fmt.Fprintf(c.stdout, "%s %s\n", progName, version.String())
+			return exitOK
 		}
 	}
-	fmt.Fprintln(stderr, "interlink-bus: the broker is not available in this build")
-	return 1
+	return c.serve(ctx, args)
+}
+
+// help prints the usage text, or that of the command named in args.
+func (c *cli) help(args []string) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(c.stdout, usage)
+		return exitOK
+	case len(args) == 1 && args[0] == "bench":
+		fmt.Fprint(c.stdout, benchUsage)
+		return exitOK
+	case len(args) == 1:
+		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
+	default:
+		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", args[1]), helpHint)
+	}
+}
+
+// fail writes msg as one line prefixed with the program name, then each hint
+// on a line of its own, all to stderr, and returns code for run to exit with.
+func (c *cli) fail(code int, msg string, hints ...string) int {
+	fmt.Fprintf(c.stderr, "%s: %s\n", progName, msg)
+	for _, h := range hints {
+		fmt.Fprintf(c.stderr, "%s: hint: %s\n", progName, h)
+	}
+	return code
+}
+
+// setting resolves one option: an explicit non-empty flag value wins, then
+// a non-empty environment variable, then def. It also returns where the
+// value came from, for error messages.
+func (c *cli) setting(flagValue, flagName, envName, def string) (value, source string) {
+	if flagValue != "" {
+		return flagValue, flagName
+	}
+	if v := c.getenv(envName); v != "" {
+		return v, envName
+	}
+	return def, flagName
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/interlink-go/interlink/internal/loadgen"
+)
+
+const benchUsage = `Usage: interlink-bus bench [options]
+
+Generates load against a bus and prints one line per measurement: operations
+per second, p50/p99/p999 and maximum latency, errors, and for an in-process
+bus the resident memory of this process before and after. Every phase stops
+by itself after --duration. Load goes only to loopback addresses unless
+--allow-remote is given.
+
+Target:
+    --url URL          the bus to load, such as http://127.0.0.1:9440
+                       (default: start one in this process on a free
+                       127.0.0.1 port and stop it afterwards)
+    --allow-remote     accept a --url whose host is not a loopback address
+    --bus-pid PID      with --url: report the memory of process PID, the bus
+    --store KIND       in-process bus store: memory (default) or bolt
+    --db PATH          bbolt file for --store bolt and --mode boltfloor; it
+                       must not exist yet and is kept (default: a file in a
+                       temporary folder, removed afterwards)
+    --queue-cap N      in-process bus queue cap (default 1024; 0 means 1)
+
+Load:
+    --mode MODE        roundtrip (default), pipeline, wake, floor, fill or
+                       boltfloor; see below
+    --senders N        concurrent senders (default 1)
+    --receivers N      pipeline: receivers, each polling a route of its own
+                       (default 1)
+    --routes N         roundtrip: routes spread over the senders (default one
+                       per sender); pipeline: must equal --receivers
+    --window N         pipeline: most messages sent and not yet delivered
+                       (default 4 per receiver; -1: no limit, senders run
+                       ahead and build a backlog)
+    --idle N           wake: extra long-polls parked on routes of their own
+    --size BYTES       payload: a JSON string with this many bytes of content
+                       (default 256)
+    --duration D       length of each phase, such as 5s or 1m (default 5s)
+    --keepalive        reuse connections (default: a new TCP connection for
+                       every request, as agents do)
+    --with-floor       also measure the loopback HTTP floor, and with --store
+                       bolt the raw bbolt floor, for comparison
+    --fill-routes N    preload N routes ...
+    --fill-msgs M      ... with M messages each before measuring
+    --log-level LEVEL  log of the in-process bus and progress notes, on
+                       stderr (default warn)
+    -h, --help         show this help
+
+Modes:
+    roundtrip  each sender sends to its own route, polls it and acks: one
+               operation is that three-request cycle
+    pipeline   senders send as fast as the window allows, receivers long-poll
+               and ack; reports delivered messages per second and the
+               latency from send to receipt
+    wake       one long-poll waits on a route (beside --idle others); reports
+               the latency from send to its return
+    floor      no bus: a trivial loopback HTTP server, the cost of a request
+    fill       preload --fill-routes x --fill-msgs and report memory
+    boltfloor  no bus: a raw bbolt file committing a put and a delete in a
+               loop, the least a durable round trip can cost
+`
+
+const benchHint = "run 'interlink-bus bench --help' for its options"
+
+// bench implements "interlink-bus bench".
+func (c *cli) bench(ctx context.Context, args []string) int {
+	cfg, level, code, ok := c.benchConfig(args)
+	if !ok {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+	rep, err := loadgen.Run(ctx, cfg, log)
+	if rep != nil {
+		if werr := rep.Write(c.stdout); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, loadgen.ErrConfig):
+		return c.fail(exitUsage, "bench: "+err.Error(), benchHint)
+	case errors.Is(err, context.Canceled):
+		return c.fail(exitError, "bench: interrupted")
+	default:
+		return c.fail(exitError, "bench: "+err.Error())
+	}
+}
+
+// benchConfig parses args. When ok is false the problem (or the help text)
+// has been written and code is the status to exit with.
+func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, code int, ok bool) {
+	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	var mode, queueCap, logLevel string
+	fset.StringVar(&cfg.URL, "url", "", "")
+	fset.BoolVar(&cfg.AllowRemote, "allow-remote", false, "")
+	fset.IntVar(&cfg.BusPID, "bus-pid", 0, "")
+	fset.StringVar(&cfg.Store, "store", "", "")
+	fset.StringVar(&cfg.DBPath, "db", "", "")
+	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&mode, "mode", string(loadgen.ModeRoundtrip), "")
+	fset.IntVar(&cfg.Senders, "senders", 1, "")
+	fset.IntVar(&cfg.Receivers, "receivers", 1, "")
+	fset.IntVar(&cfg.Routes, "routes", 0, "")
+	fset.IntVar(&cfg.Window, "window", 0, "")
+	fset.IntVar(&cfg.Idle, "idle", 0, "")
+	fset.IntVar(&cfg.Size, "size", loadgen.DefaultSize, "")
+	fset.DurationVar(&cfg.Duration, "duration", loadgen.DefaultDuration, "")
+	fset.BoolVar(&cfg.KeepAlive, "keepalive", false, "")
+	fset.BoolVar(&cfg.WithFloor, "with-floor", false, "")
+	fset.IntVar(&cfg.FillRoutes, "fill-routes", 0, "")
+	fset.IntVar(&cfg.FillMsgs, "fill-msgs", 0, "")
+	fset.StringVar(&logLevel, "log-level", "warn", "")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, benchUsage)
+			return cfg, 0, exitOK, false
+		}
+		return cfg, 0, c.fail(exitUsage, "bench: "+err.Error(), benchHint), false
+	}
+	usageErr := func(msg string) (loadgen.Config, slog.Level, int, bool) {
+		return cfg, 0, c.fail(exitUsage, "bench: "+msg, benchHint), false
+	}
+	if fset.NArg() > 0 {
+		return usageErr(fmt.Sprintf("unexpected argument %q", fset.Arg(0)))
+	}
+	cfg.Mode = loadgen.Mode(strings.ToLower(mode))
+	if queueCap != "" {
+		n, err := parseQueueCap(queueCap)
+		if err != nil {
+			return usageErr(fmt.Sprintf("--queue-cap %q: %v", queueCap, err))
+		}
+		cfg.QueueCap = n
+	}
+	level, err := parseLogLevel(logLevel)
+	if err != nil {
+		return usageErr(fmt.Sprintf("--log-level %q: %v", logLevel, err))
+	}
+	// Zero and negative counts would silently mean "the default" to the
+	// load generator; on the command line they are mistakes.
+	for name, v := range map[string]int{"senders": cfg.Senders, "receivers": cfg.Receivers, "duration": int(cfg.Duration)} {
+		if v <= 0 {
+			return usageErr(fmt.Sprintf("--%s must be positive", name))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr(err.Error())
+	}
+	return cfg, level, exitOK, true
+}

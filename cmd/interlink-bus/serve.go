@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// Server timeouts. There is no write timeout: a long-poll legitimately
+// holds its response for up to [bus.MaxRecvTimeout].
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 120 * time.Second
+	// shutdownTimeout bounds the graceful part of a shutdown; connections
+	// still open after it are closed.
+	shutdownTimeout = 5 * time.Second
+)
+
+// Defaults of the serve options.
+const (
+	defaultAddr     = "127.0.0.1:9440"
+	defaultQueueCap = "1024"
+	defaultLogLevel = "info"
+)
+
+// serveConfig is the validated command line of the bus.
+type serveConfig struct {
+	addr     netip.AddrPort
+	db       string // empty: in memory
+	queueCap int    // at least 1
+	logLevel slog.Level
+}
+
+// serve runs the bus until ctx ends, then shuts it down and returns 0.
+func (c *cli) serve(ctx context.Context, args []string) int {
+	cfg, code, ok := c.serveConfig(args)
+	if !ok {
+		return code
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	// 0.0.0.0 and :: count as exposed: they listen on every interface.
+	if !cfg.addr.Addr().Unmap().IsLoopback() {
+		log.Warn("not bound to loopback: any host that can reach this port can read, acknowledge and flood queues",
+			"addr", cfg.addr.String())
+	}
+
+	st, code, ok := c.openStore(cfg, log)
+	if !ok {
+		return code
+	}
+	ln, err := net.Listen("tcp", cfg.addr.String())
+	if err != nil {
+		st.Close()
+		// A *net.OpError repeats the address; its inner error says why.
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err
+		}
+		return c.fail(exitError, fmt.Sprintf("listen on %s: %v", cfg.addr, err))
+	}
+	// The real address: with port 0 the system picked one.
+	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
+
+	srv := bus.New(st, &bus.Options{Logger: log})
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// Shutdown closes the listener and then waits for active requests; the
+	// bus ends its parked long-polls so that the wait is short. Connections
+	// that have not sent a request yet would otherwise count as active for
+	// five seconds.
+	var fresh freshConns
+	hs.ConnState = fresh.track
+	hs.RegisterOnShutdown(srv.Shutdown)
+	hs.RegisterOnShutdown(fresh.closeAll)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		// Serve returns only after Shutdown, or on a listener failure.
+		srv.Shutdown()
+		hs.Close()
+		st.Close()
+		return c.fail(exitError, fmt.Sprintf("serving: %v", err))
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
+		hs.Close()
+	}
+	<-served
+	if err := st.Close(); err != nil {
+		return c.fail(exitError, fmt.Sprintf("closing the queue store: %v", err))
+	}
+	log.Info("bus stopped")
+	return exitOK
+}
+
+// openStore opens the store cfg asks for and logs which kind it is. When ok
+// is false the problem has been reported and code is the status to exit
+// with.
+func (c *cli) openStore(cfg serveConfig, log *slog.Logger) (st store.Store, code int, ok bool) {
+	opts := &store.Options{Cap: cfg.queueCap, Logger: log}
+	if cfg.db == "" {
+		log.Warn("in-memory queue, lost on restart")
+		return store.NewMemory(opts), exitOK, true
+	}
+	b, err := store.OpenBolt(cfg.db, opts)
+	switch {
+	case err == nil:
+		log.Info("durable queue", "db", cfg.db)
+		return b, exitOK, true
+	case errors.Is(err, store.ErrLocked):
+		return nil, c.fail(exitError, fmt.Sprintf("database %s is in use by another process", cfg.db),
+			"is another interlink-bus using it? stop that one, or give this one its own --db file"), false
+	case errors.Is(err, fs.ErrNotExist):
+		dir := filepath.Dir(cfg.db)
+		return nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: folder %s does not exist", cfg.db, dir),
+			"create the folder first; the bus creates only the file"), false
+	default:
+		return nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: %v", cfg.db, err)), false
+	}
+}
+
+// serveConfig parses args. When ok is false the problem (or the help text)
+// has been written and code is the status to exit with.
+func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
+	fset := flag.NewFlagSet(progName, flag.ContinueOnError)
+	// The flag package would print its own unprefixed messages and a
+	// generated usage; errors are reported below in the program's format.
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	var addr, db, queueCap, logLevel string
+	fset.StringVar(&addr, "addr", "", "")
+	fset.StringVar(&db, "db", "", "")
+	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&logLevel, "log-level", "", "")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, usage)
+			return cfg, exitOK, false
+		}
+		return cfg, c.fail(exitUsage, err.Error(), helpHint), false
+	}
+	if fset.NArg() > 0 {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", fset.Arg(0)), helpHint), false
+	}
+
+	value, source := c.setting(addr, "--addr", "INTERLINK_ADDR", defaultAddr)
+	ap, err := parseAddr(value)
+	if err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err),
+			"give an IP address and port such as 127.0.0.1:9440 or [::1]:9440; host names are not looked up"), false
+	}
+	cfg.addr = ap
+
+	cfg.db, _ = c.setting(db, "--db", "INTERLINK_DB", "")
+
+	value, source = c.setting(queueCap, "--queue-cap", "INTERLINK_QUEUE_CAP", defaultQueueCap)
+	if cfg.queueCap, err = parseQueueCap(value); err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
+	}
+
+	value, source = c.setting(logLevel, "--log-level", "INTERLINK_LOG_LEVEL", defaultLogLevel)
+	if cfg.logLevel, err = parseLogLevel(value); err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
+	}
+	return cfg, exitOK, true
+}
+
+// parseAddr parses an IP-literal socket address. Host names are refused on
+// purpose: resolving one could bind an interface the operator did not
+// intend, and the bus must never be exposed by accident.
+func parseAddr(s string) (netip.AddrPort, error) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		host, _, serr := net.SplitHostPort(s)
+		if serr == nil && host != "" {
+			if _, perr := netip.ParseAddr(strings.Trim(host, "[]")); perr != nil {
+				return ap, fmt.Errorf("%q is not an IP address", host)
+			}
+		}
+		return ap, errors.New("want IP:PORT")
+	}
+	return ap, nil
+}
+
+// parseQueueCap parses an unsigned decimal queue cap; 0 means 1.
+func parseQueueCap(s string) (int, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, errors.New("want a whole number of messages, 0 or more")
+	}
+	if n > math.MaxInt32 {
+		return 0, fmt.Errorf("at most %d", math.MaxInt32)
+	}
+	return max(int(n), 1), nil
+}
+
+// parseLogLevel parses one of the four level names, in any case.
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, errors.New("want debug, info, warn or error")
+}
+
+// freshConns tracks the server's connections that have not started a
+// request. [http.Server.Shutdown] closes idle connections at once but
+// waits up to five seconds for new ones (a client may be about to use
+// them), which would hold up every shutdown where a client had opened a
+// spare connection; the bus is stopping, so such a client can retry.
+type freshConns struct {
+	mu    sync.Mutex // guards conns
+	conns map[net.Conn]struct{}
+}
+
+// track is an [http.Server.ConnState] hook.
+func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == http.StateNew {
+		if f.conns == nil {
+			f.conns = make(map[net.Conn]struct{})
+		}
+		f.conns[c] = struct{}{}
+		return
+	}
+	delete(f.conns, c)
+}
+
+// closeAll closes every connection that has not started a request.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
+}

@@ -1,0 +1,268 @@
+package loadgen
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Mode names a load scenario.
+type Mode string
+
+// The scenarios. Each is described in the package documentation.
+const (
+	ModeRoundtrip Mode = "roundtrip"
+	ModePipeline  Mode = "pipeline"
+	ModeWake      Mode = "wake"
+	ModeFloor     Mode = "floor"
+	ModeFill      Mode = "fill"
+	ModeBoltFloor Mode = "boltfloor"
+)
+
+// Modes lists every [Mode] in the order the help text gives them.
+var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeBoltFloor}
+
+// Store kinds for an in-process bus.
+const (
+	StoreMemory = "memory"
+	StoreBolt   = "bolt"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	DefaultDuration = 5 * time.Second
+	// DefaultSize is what the command line offers as the payload size; a
+	// zero Size in a Config means the smallest payload instead.
+	DefaultSize = 256
+)
+
+// Upper bounds that keep a mistyped number from exhausting the machine.
+const (
+	maxWorkers     = 4096
+	maxIdle        = 100_000
+	maxRoutes      = 1_000_000
+	maxSize        = 2<<20 - 1024 // stays under the bus's 2 MiB body limit with the envelope
+	maxDuration    = 10 * time.Minute
+	maxFillEntries = 10_000_000
+)
+
+// ErrConfig marks an error in a [Config]: the caller asked for something
+// impossible, as opposed to a run that failed.
+var ErrConfig = errors.New("invalid load configuration")
+
+// Config describes one load run. The zero value of each field means its
+// documented default.
+type Config struct {
+	// URL is the bus to load. Empty means a bus started in this process on
+	// a free 127.0.0.1 port and stopped afterwards.
+	URL string
+	// AllowRemote permits a URL whose host is not a loopback address.
+	// Without it such a URL is refused, so that load is never sent to
+	// another machine by accident.
+	AllowRemote bool
+
+	// Store is the in-process bus's store, [StoreMemory] (default) or
+	// [StoreBolt]. Only without URL.
+	Store string
+	// DBPath is the bbolt file for Store bolt (and for [ModeBoltFloor]).
+	// It must not exist yet; it is created and kept. Empty means a file in
+	// a temporary folder that is removed afterwards.
+	DBPath string
+	// QueueCap is the in-process bus's per-route queue cap; 0 means the
+	// store's default.
+	QueueCap int
+
+	// Mode is the scenario; empty means [ModeRoundtrip].
+	Mode Mode
+	// Senders and Receivers are the worker counts; 0 means 1. For
+	// roundtrip, floor and fill only Senders counts.
+	Senders, Receivers int
+	// Routes is the number of routes the measured load uses; 0 means one
+	// per sender (roundtrip) or per receiver (pipeline). Roundtrip needs
+	// at least one per sender; pipeline uses exactly one per receiver.
+	Routes int
+	// Window is the most messages the pipeline keeps in flight, sent and
+	// not yet delivered; 0 means 4 per receiver and a negative value means
+	// no limit.
+	Window int
+	// Idle is the number of extra long-polls that wake parks on routes
+	// of their own, each on its own connection.
+	Idle int
+	// Size is the payload's length: a JSON string with this many bytes of
+	// content. Values below what the id and timestamp need are raised.
+	Size int
+	// Duration bounds each phase of the run (fill, measurement, floor); 0
+	// means [DefaultDuration].
+	Duration time.Duration
+	// KeepAlive reuses connections. The default, false, opens a new TCP
+	// connection for every request, as the real agents do.
+	KeepAlive bool
+	// WithFloor also measures the loopback HTTP floor (and, for an
+	// in-process bolt store, the raw bbolt floor) in the same run.
+	WithFloor bool
+
+	// FillRoutes and FillMsgs preload FillRoutes routes with FillMsgs
+	// messages each before the measurement; [ModeFill] does only that.
+	FillRoutes, FillMsgs int
+	// BusPID names the process of the bus at URL, whose memory is then
+	// reported. Zero means none.
+	BusPID int
+}
+
+// Validate reports whether c describes a run that can be made. Its errors
+// wrap [ErrConfig].
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// withDefaults returns c with zero values replaced by defaults, or an error
+// wrapping [ErrConfig].
+func (c Config) withDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if c.Mode == "" {
+		c.Mode = ModeRoundtrip
+	}
+	known := false
+	for _, m := range Modes {
+		known = known || m == c.Mode
+	}
+	if !known {
+		return bad("unknown mode %q", c.Mode)
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	switch {
+	case c.Duration < 0:
+		return bad("negative duration %v", c.Duration)
+	case c.Duration > maxDuration:
+		return bad("duration %v is over the limit of %v", c.Duration, maxDuration)
+	}
+	c.Senders = max(c.Senders, 1)
+	c.Receivers = max(c.Receivers, 1)
+	if c.Senders > maxWorkers || c.Receivers > maxWorkers {
+		return bad("at most %d senders and %d receivers", maxWorkers, maxWorkers)
+	}
+	if c.Size < 0 || c.Size > maxSize {
+		return bad("size %d is outside 0..%d", c.Size, maxSize)
+	}
+	if c.Idle < 0 || c.Idle > maxIdle {
+		return bad("idle %d is outside 0..%d", c.Idle, maxIdle)
+	}
+	if c.Idle > 0 && c.Mode != ModeWake {
+		return bad("--idle applies to mode wake only")
+	}
+	if c.Routes < 0 || c.Routes > maxRoutes {
+		return bad("routes %d is outside 0..%d", c.Routes, maxRoutes)
+	}
+	switch c.Mode {
+	case ModeRoundtrip:
+		if c.Routes == 0 {
+			c.Routes = c.Senders
+		}
+		if c.Routes < c.Senders {
+			return bad("roundtrip needs a route per sender: %d routes for %d senders", c.Routes, c.Senders)
+		}
+	case ModePipeline:
+		if c.Routes == 0 {
+			c.Routes = c.Receivers
+		}
+		if c.Window == 0 {
+			c.Window = 4 * c.Receivers
+		}
+		if c.Routes != c.Receivers {
+			return bad("pipeline uses one route per receiver: give --routes %d or leave it out", c.Receivers)
+		}
+	default:
+		c.Routes = max(c.Routes, 1)
+	}
+	if c.FillRoutes < 0 || c.FillMsgs < 0 || (c.FillRoutes > 0) != (c.FillMsgs > 0) {
+		return bad("give both fill routes and fill messages, as positive numbers")
+	}
+	if c.FillRoutes > maxRoutes || c.FillMsgs > maxFillEntries || c.FillRoutes*c.FillMsgs > maxFillEntries {
+		return bad("at most %d routes and %d preloaded messages in all", maxRoutes, maxFillEntries)
+	}
+	if c.Mode == ModeFill && c.FillRoutes == 0 {
+		return bad("mode fill needs fill routes and fill messages")
+	}
+	if c.QueueCap < 0 {
+		return bad("negative queue cap")
+	}
+	if c.BusPID < 0 {
+		return bad("negative bus pid")
+	}
+
+	needsBus := c.Mode != ModeFloor && c.Mode != ModeBoltFloor
+	if c.URL != "" {
+		if !needsBus {
+			return bad("mode %s does not use a bus: leave out --url", c.Mode)
+		}
+		if c.Store != "" || c.DBPath != "" || c.QueueCap != 0 {
+			return bad("store, db and queue cap configure the in-process bus: leave them out with --url")
+		}
+		u, err := checkURL(c.URL, c.AllowRemote)
+		if err != nil {
+			return bad("%v", err)
+		}
+		c.URL = u
+		return c, nil
+	}
+	if c.BusPID != 0 {
+		return bad("a bus pid goes with --url; the in-process bus is this process")
+	}
+	if c.Store == "" {
+		c.Store = StoreMemory
+	}
+	switch c.Store {
+	case StoreMemory:
+		if c.DBPath != "" && c.Mode != ModeBoltFloor {
+			return bad("a db path needs the bolt store")
+		}
+	case StoreBolt:
+	default:
+		return bad("unknown store %q (want %s or %s)", c.Store, StoreMemory, StoreBolt)
+	}
+	return c, nil
+}
+
+// checkURL validates a bus URL and returns it without a trailing slash. Only
+// plain http is possible (the bus has no TLS), and the host must be a
+// loopback address or "localhost" unless allowRemote is set.
+func checkURL(raw string, allowRemote bool) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("url %q: %v", raw, err)
+	}
+	if u.Scheme != "http" {
+		return "", fmt.Errorf("url %q: want http://HOST:PORT (the bus speaks plain HTTP)", raw)
+	}
+	if u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("url %q: want http://HOST:PORT with an optional path", raw)
+	}
+	if !allowRemote && !isLoopbackHost(u.Hostname()) {
+		return "", fmt.Errorf("url %q: %s is not a loopback address; add --allow-remote to load another machine on purpose", raw, u.Hostname())
+	}
+	return trimSlash(u.String()), nil
+}
+
+// isLoopbackHost reports whether host is a loopback IP literal or the name
+// localhost, which resolvers keep on the loopback interface (RFC 6761).
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// loopbackListen listens on a free port of 127.0.0.1.
+func loopbackListen() (net.Listener, error) {
+	return net.Listen("tcp", "127.0.0.1:0")
+}

@@ -1,0 +1,47 @@
+// Package loadgen generates load against an interlink bus and reports the
+// throughput and latency percentiles it measured.
+//
+// A run ([Run]) targets either a bus at a URL or a bus it starts in this
+// process on a free 127.0.0.1 port (memory or bbolt store), and performs one
+// scenario ([Mode]):
+//
+//   - roundtrip: each sender sends to a route of its own, polls it back
+//     and acknowledges it, one request after the other. An operation is
+//     that three-request cycle.
+//   - pipeline: senders send over the routes as fast as a window of
+//     messages in flight allows, while receivers long-poll one route each
+//     and acknowledge. An operation is a delivered message; its latency
+//     runs from send to receipt.
+//   - wake: one long-poll waits on a target route, optionally beside many
+//     idle ones parked on other routes; an operation is one send and the
+//     latency runs until the waiting poll has the message.
+//   - floor: no bus, only a trivial loopback HTTP server, hit with the same
+//     client settings: the machine's cost per request.
+//   - fill: preload routes with messages and report the bus's memory.
+//   - boltfloor: no bus, only a bbolt file committing a put and a delete in
+//     a loop: the least a durable round trip can cost.
+//
+// With [Config.WithFloor] a run measures the floor after its scenario, with
+// the same concurrency and three requests per operation (one for wake), so
+// the two can be compared; for an in-process bbolt bus it also measures the
+// bbolt floor on the same file system.
+//
+// # Bounds
+//
+// Every phase (fill, parking idle polls, the measurement, each floor) stops
+// by itself when [Config.Duration] has passed; workers then get a few
+// seconds' grace to return, and a run that cannot stop them fails with
+// [ErrStuck] rather than hang. Load goes only to loopback addresses unless
+// [Config.AllowRemote] says otherwise. By default every request opens a new
+// TCP connection, as the real agents' clients do.
+//
+// # Measurements
+//
+// Latencies go into a [Recorder], which keeps every sample of a modest run
+// and a uniform reservoir sample of a long one, so memory stays bounded;
+// percentiles use the nearest-rank method. Operations cut off by the
+// deadline count neither as done nor as failed. Resident memory is read from
+// /proc on Linux: that of this whole process for an in-process bus (bus and
+// load generator together), or that of [Config.BusPID] for a bus at a URL;
+// elsewhere it is reported as n/a.
+package loadgen

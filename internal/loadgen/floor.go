@@ -1,0 +1,78 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// floor measures what the machine's loopback HTTP costs without a bus: a
+// trivial server in this process answers 200 to anything, and workers hit
+// it with the client settings of the run (the same keep-alive choice). An
+// operation is reqs requests in a row, shaped like the bus cycle they stand
+// for: a POST with a send-sized body, a GET with a query, a small POST. With
+// reqs 3 and as many workers as the measured mode, the floor is the ceiling
+// a bus could reach if it did no work at all.
+func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err error) {
+	ln, err := loopbackListen()
+	if err != nil {
+		return Result{Name: "floor"}, err
+	}
+	hs := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			io.Copy(io.Discard, req.Body)
+			w.WriteHeader(http.StatusOK)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	defer func() {
+		hs.Close()
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+	}()
+
+	c := newClient("http://"+ln.Addr().String(), r.cfg.KeepAlive, workers)
+	defer c.close()
+	sendBody := []byte(`{"to":"` + r.route("floor", 0) + `","payload":` + string(makePayload("f", 0, r.cfg.Size)) + `}`)
+	ackBody := []byte(`{"me":"` + r.route("floor", 0) + `","ack":"` + r.route("floor", 0) + `\u000000000000000000000001"}`)
+	query := "/recv?me=" + r.route("floor", 0) + "&timeout_ms=1000"
+
+	t := newTally()
+	elapsed, err := r.phase(ctx, workers, func(ctx context.Context, _ int) {
+		for ctx.Err() == nil {
+			start := time.Now()
+			var err error
+			for k := 0; k < reqs && err == nil; k++ {
+				switch k % 3 {
+				case 0:
+					err = c.post(ctx, "/send", sendBody, http.StatusOK)
+				case 1:
+					err = c.get(ctx, query)
+				case 2:
+					err = c.post(ctx, "/ack", ackBody, http.StatusOK)
+				}
+			}
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				t.fail(ctx, err)
+			default:
+				t.ok(time.Since(start))
+			}
+		}
+	})
+	res = t.result("floor", elapsed)
+	res.Extra = []Field{
+		{"workers", strconv.Itoa(workers)},
+		{"reqs_per_op", strconv.Itoa(reqs)},
+	}
+	return res, err
+}

@@ -1,0 +1,15 @@
+//go:build unix
+
+package loadgen
+
+import "syscall"
+
+// fileLimit returns the soft limit on open files. (The Go runtime raises it
+// to the hard limit at start-up.)
+func fileLimit() (uint64, bool) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, false
+	}
+	return uint64(rl.Cur), true
+}

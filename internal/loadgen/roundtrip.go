@@ -1,0 +1,73 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// recvWait is the timeout_ms of the polls that expect a message at once or
+// soon: long enough to ride out a scheduling hiccup, short enough that a
+// worker notices its deadline.
+const recvWait = time.Second
+
+// roundtrip measures the agent's full cycle for one message: each sender
+// sends to a route of its own, polls that route and acknowledges what it
+// got, one request after the other. With more routes than senders, sender
+// i cycles through routes i, i+S, i+2S, … so no two senders share one.
+func (r *run) roundtrip(ctx context.Context) (Result, error) {
+	t := newTally()
+	before := r.rss()
+	senders, routes := r.cfg.Senders, r.cfg.Routes
+	// last[i] is the route sender i used last: where a cycle cut short by
+	// the deadline can have left its message.
+	last := make([]string, senders)
+	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
+		for j := 0; ; j++ {
+			if ctx.Err() != nil {
+				return
+			}
+			route := r.route("rt", i+(j%((routes-i+senders-1)/senders))*senders)
+			last[i] = route
+			start := time.Now()
+			err := r.cycle(ctx, route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
+			if ctx.Err() != nil {
+				return // cut off by the deadline: not counted either way
+			}
+			if err != nil {
+				t.fail(ctx, err)
+				continue
+			}
+			t.ok(time.Since(start))
+		}
+	})
+	res := t.result(string(ModeRoundtrip), elapsed)
+	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res.Extra = []Field{
+		{"senders", strconv.Itoa(senders)},
+		{"routes", strconv.Itoa(routes)},
+		{"reqs_per_op", "3"},
+	}
+	r.drain(last)
+	return res, err
+}
+
+// cycle sends one message with id to route, polls it back and acks it.
+func (r *run) cycle(ctx context.Context, route, id string) error {
+	if err := r.client.send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
+		return err
+	}
+	m, err := r.client.recv(ctx, route, recvWait)
+	if err != nil {
+		return err
+	}
+	got, _, perr := parsePayload(m.payload)
+	if err := r.client.ack(ctx, route, m.ack); err != nil {
+		return err
+	}
+	if perr != nil || got != id {
+		return fmt.Errorf("route %s: got message %q, want %q", route, got, id)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package loadgen
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// readRSS returns the resident set size of process pid (0 for this
+// process) in bytes, from VmRSS in /proc/PID/status. It returns -1 where
+// there is no such file (systems other than Linux) or it cannot be read.
+func readRSS(pid int) int64 {
+	if runtime.GOOS != "linux" {
+		return -1
+	}
+	name := "/proc/self/status"
+	if pid > 0 {
+		name = "/proc/" + strconv.Itoa(pid) + "/status"
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// VmRSS:	   12345 kB
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return -1
+		}
+		return kb << 10
+	}
+	return -1
+}

@@ -1,0 +1,327 @@
+package loadgen
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// grace is how long workers get to return after a phase's deadline before the
+// run gives up on them.
+const grace = 3 * time.Second
+
+// errorPause is how long a worker waits after a failed request, so that a
+// dead bus is not hammered in a tight loop.
+const errorPause = 10 * time.Millisecond
+
+// ErrStuck reports workers that did not return within the grace period
+// after their deadline. It points at a bug, not at a slow bus.
+var ErrStuck = errors.New("load workers did not stop after the deadline")
+
+// Report is what one run measured.
+type Report struct {
+	// Config is the configuration the run used, defaults filled in.
+	Config Config
+	// Target describes the bus (or server) that took the load.
+	Target string
+	// Results holds one entry per measurement, in the order made.
+	Results []Result
+}
+
+// Result is one measurement.
+type Result struct {
+	// Name says what was measured: a mode, "floor" or "boltfloor".
+	Name string
+	// Ops counts the operations completed inside the measurement window:
+	// request cycles, delivered messages, wake-ups or commits, by mode.
+	Ops int64
+	// Errors counts failed operations.
+	Errors int64
+	// FirstError is the first failure's text, empty when there was none.
+	FirstError string
+	// Elapsed is the length of the measurement window.
+	Elapsed time.Duration
+	// Latency summarizes the per-operation latencies.
+	Latency Summary
+	// RSSBefore and RSSAfter are the resident memory of the bus's process,
+	// in bytes, around the measurement: 0 when not measured, -1 when this
+	// system cannot tell.
+	RSSBefore, RSSAfter int64
+	// Extra holds mode-specific fields, in print order.
+	Extra []Field
+}
+
+// Field is a named value of a [Result].
+type Field struct{ Key, Value string }
+
+// OpsPerSec returns the completed operations per second of the window.
+func (r Result) OpsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// Run performs the load run cfg describes and returns what it measured.
+// Every phase stops by itself when its [Config.Duration] has passed, or
+// earlier when ctx ends; the run then returns what it has. A Config error
+// wraps [ErrConfig]. logger receives progress notes and, for an in-process
+// bus, the bus's own log; nil discards them.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err error) {
+	cfg, err = cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r := &run{cfg: cfg, log: logger, base: time.Now(), prefix: "bench-" + runID() + "-"}
+	rep := &Report{Config: cfg}
+
+	switch cfg.Mode {
+	case ModeFloor:
+		rep.Target = "in-process loopback HTTP server answering 200"
+		res, err := r.floor(ctx, cfg.Senders, 1)
+		rep.Results = append(rep.Results, res)
+		return rep, cmp.Or(err, ctx.Err())
+	case ModeBoltFloor:
+		rep.Target = "raw bbolt file"
+		res, err := r.boltFloor(ctx, cfg.DBPath, "")
+		rep.Results = append(rep.Results, res)
+		return rep, cmp.Or(err, ctx.Err())
+	}
+
+	if err := r.openTarget(ctx); err != nil {
+		return nil, err
+	}
+	rep.Target = r.target.desc
+	defer func() {
+		if serr := r.target.stop(); serr != nil && err == nil {
+			err = fmt.Errorf("stopping the in-process bus: %v", serr)
+		}
+	}()
+	r.client = newClient(r.target.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
+	defer r.client.close()
+
+	if cfg.FillRoutes > 0 {
+		res, ferr := r.fill(ctx)
+		rep.Results = append(rep.Results, res)
+		if ferr != nil || cfg.Mode == ModeFill {
+			return rep, cmp.Or(ferr, ctx.Err())
+		}
+	}
+
+	var res Result
+	switch cfg.Mode {
+	case ModeRoundtrip:
+		res, err = r.roundtrip(ctx)
+	case ModePipeline:
+		res, err = r.pipeline(ctx)
+	case ModeWake:
+		res, err = r.wake(ctx)
+	}
+	rep.Results = append(rep.Results, res)
+	if err != nil {
+		return rep, err
+	}
+
+	if cfg.WithFloor && ctx.Err() == nil {
+		workers, reqs := 1, 3
+		switch cfg.Mode {
+		case ModeRoundtrip:
+			workers = cfg.Senders
+		case ModePipeline:
+			workers = cfg.Senders + cfg.Receivers
+		case ModeWake:
+			reqs = 1
+		}
+		res, err := r.floor(ctx, workers, reqs)
+		rep.Results = append(rep.Results, res)
+		if err != nil {
+			return rep, err
+		}
+		if cfg.Store == StoreBolt && cfg.URL == "" && ctx.Err() == nil {
+			dir := ""
+			if cfg.DBPath != "" {
+				dir = filepath.Dir(cfg.DBPath)
+			}
+			res, err := r.boltFloor(ctx, "", dir)
+			rep.Results = append(rep.Results, res)
+			if err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, ctx.Err()
+}
+
+// run holds the state of one [Run].
+type run struct {
+	cfg    Config
+	log    *slog.Logger
+	base   time.Time // the zero of since
+	prefix string    // starts every route this run uses
+
+	target *target
+	client *client
+}
+
+// runID returns a short random id that keeps this run's routes apart from
+// any other traffic on the same bus.
+func runID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// since returns the time since the run began, on the monotonic clock.
+func (r *run) since() time.Duration { return time.Since(r.base) }
+
+// route returns the name of the run's route kind/n.
+func (r *run) route(kind string, n int) string {
+	return r.prefix + kind + "-" + strconv.Itoa(n)
+}
+
+// openTarget starts the in-process bus or checks that the bus at URL
+// answers.
+func (r *run) openTarget(ctx context.Context) error {
+	if r.cfg.URL == "" {
+		t, err := startBus(r.cfg, r.log)
+		if err != nil {
+			return err
+		}
+		r.target = t
+		return nil
+	}
+	c := newClient(r.cfg.URL, false, 1)
+	defer c.close()
+	if err := c.get(ctx, "/healthz"); err != nil {
+		// The original bus has no /healthz; its roster answers too.
+		if err2 := c.get(ctx, "/roster"); err2 != nil {
+			return fmt.Errorf("bus at %s does not answer: %v", r.cfg.URL, err)
+		}
+	}
+	r.target = &target{url: r.cfg.URL, desc: "bus at " + r.cfg.URL, stop: func() error { return nil }}
+	return nil
+}
+
+// rss returns the resident memory of the bus's process: this process for
+// an in-process bus, the process given by BusPID for a bus at URL. It
+// returns 0 when there is nothing to measure and -1 when the system cannot
+// tell.
+func (r *run) rss() int64 {
+	switch {
+	case r.target != nil && r.target.local:
+		return readRSS(0)
+	case r.cfg.BusPID > 0:
+		return readRSS(r.cfg.BusPID)
+	default:
+		return 0
+	}
+}
+
+// settledRSS returns [run.rss] after a garbage collection that returns free
+// memory to the system. For an in-process bus this removes the load
+// generator's own garbage from the figure; a bus at URL is left alone.
+func (r *run) settledRSS() int64 {
+	if r.target != nil && r.target.local {
+		runtime.GC()
+		debug.FreeOSMemory()
+	}
+	return r.rss()
+}
+
+// tally counts the outcome of a phase's operations.
+type tally struct {
+	ops  atomic.Int64
+	errs atomic.Int64
+	rec  *Recorder
+
+	mu       sync.Mutex // guards firstErr
+	firstErr string
+}
+
+func newTally() *tally { return &tally{rec: NewRecorder(0)} }
+
+// ok records a completed operation that took d.
+func (t *tally) ok(d time.Duration) {
+	t.ops.Add(1)
+	t.rec.Add(d)
+}
+
+// fail records a failed operation and pauses the calling worker briefly.
+func (t *tally) fail(ctx context.Context, err error) {
+	t.errs.Add(1)
+	t.mu.Lock()
+	if t.firstErr == "" {
+		t.firstErr = err.Error()
+	}
+	t.mu.Unlock()
+	sleep(ctx, errorPause)
+}
+
+// result returns the tally as a Result called name over elapsed.
+func (t *tally) result(name string, elapsed time.Duration) Result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Result{
+		Name:       name,
+		Ops:        t.ops.Load(),
+		Errors:     t.errs.Load(),
+		FirstError: t.firstErr,
+		Elapsed:    elapsed,
+		Latency:    t.rec.Summary(),
+	}
+}
+
+// phase runs work in n goroutines, each called with its index and a context
+// that ends when the phase's duration has passed (or ctx ends). It returns
+// the length of the window, from the start until that context ended or
+// every worker returned. Workers must return promptly once their context
+// ends; if they are not all back within [grace], phase returns [ErrStuck].
+func (r *run) phase(ctx context.Context, n int, work func(ctx context.Context, i int)) (time.Duration, error) {
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() { work(pctx, i) })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-pctx.Done():
+	}
+	elapsed := time.Since(start)
+	select {
+	case <-done:
+		return elapsed, nil
+	case <-time.After(grace):
+		return elapsed, ErrStuck
+	}
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
