@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -110,22 +111,12 @@ func (c *cli) help(args []string) int {
 // fail writes msg as one line prefixed with the program name, then each hint
 // on a line of its own, all to stderr, and returns code for run to exit with.
 func (c *cli) fail(code int, msg string, hints ...string) int {
-	fmt.Fprintf(c.stderr, "%s: %s\n", progName, msg)
-	for _, h := range hints {
-		fmt.Fprintf(c.stderr, "%s: hint: %s\n", progName, h)
-	}
-	return code
+	return cmdline.Fail(c.stderr, progName, code, msg, hints...)
 }
 
 // setting resolves one option: an explicit non-empty flag value wins, then
 // a non-empty environment variable, then def. It also returns where the
 // value came from, for error messages.
 func (c *cli) setting(flagValue, flagName, envName, def string) (value, source string) {
-	if flagValue != "" {
-		return flagValue, flagName
-	}
-	if v := c.getenv(envName); v != "" {
-		return v, envName
-	}
-	return def, flagName
+	return cmdline.Setting(c.getenv, flagValue, flagName, envName, def)
 }

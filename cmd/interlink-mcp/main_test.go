@@ -2,16 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/interlink-go/interlink/internal/cmdline/cmdlinetest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -41,33 +40,11 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
+			"exitcode": cmdlinetest.ExitCode,
 			"keyinfo":  cmdKeyinfo,
 			"mode":     cmdMode,
 		},
 	})
-}
-
-func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
-	if neg {
-		ts.Fatalf("exitcode does not support !")
-	}
-	if len(args) < 2 {
-		ts.Fatalf("usage: exitcode N PROG [ARGS...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	ts.Check(err)
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			ts.Fatalf("exitcode: %v", err)
-		}
-		got = ee.ExitCode()
-	}
-	if got != want {
-		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
-	}
 }
 
 func cmdKeyinfo(ts *testscript.TestScript, neg bool, args []string) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -117,9 +118,5 @@ func (c *cli) help(args []string) int {
 // fail writes msg as one line prefixed with the program name, then each hint
 // on a line of its own, all to stderr, and returns code for run to exit with.
 func (c *cli) fail(code int, msg string, hints ...string) int {
-	fmt.Fprintf(c.stderr, "%s: %s\n", progName, msg)
-	for _, h := range hints {
-		fmt.Fprintf(c.stderr, "%s: hint: %s\n", progName, h)
-	}
-	return code
+	return cmdline.Fail(c.stderr, progName, code, msg, hints...)
 }
