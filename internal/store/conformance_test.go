@@ -264,6 +264,7 @@ func TestOverflowDropOldest(t *testing.T) {
 		wantHead  string
 	}{
 		{"cap 2", 2, 4, 2, "2"},
+		{"cap 3", 3, 8, 3, "5"},
 		{"cap 1", 1, 3, 1, "2"},
 		{"default cap", 0, DefaultCap + 6, DefaultCap, "6"},
 	} {
