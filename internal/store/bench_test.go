@@ -17,8 +17,8 @@ import (
 var benchValue = make([]byte, 512)
 
 // benchStores lists the stores the queue benchmarks run against. "bolt" is
-// the store as shipped; "bolt-batch" sends every enqueue through Batch, even
-// a lone one, to show what the shortcut for lone enqueues saves.
+// the store as shipped; "bolt-batch" sends every write through Batch, even
+// a lone one, to show what the shortcut for lone writes saves.
 func benchStores(b *testing.B, f func(b *testing.B, open func(opts *Options) Store)) {
 	b.Run("memory", func(b *testing.B) {
 		f(b, func(opts *Options) Store {

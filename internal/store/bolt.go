@@ -30,10 +30,10 @@ const (
 	// lockTimeout is how long OpenBolt waits for the file lock before it
 	// gives up with ErrLocked.
 	lockTimeout = time.Second
-	// batchDelay is how long a batch of concurrent enqueues waits for more
+	// batchDelay is how long a batch of concurrent writes waits for more
 	// to join before it commits (bbolt's default is 10 ms). A commit costs
 	// two fsyncs; waiting about that long lets the next batch fill while the
-	// current one writes, without making a lone sender wait much.
+	// current one writes, without making a lone writer wait much.
 	batchDelay = 2 * time.Millisecond
 )
 
@@ -47,10 +47,11 @@ const (
 // half-done send. A cap lowered between runs is enforced lazily: a queue
 // keeps its excess until the next enqueue to it trims it.
 //
-// Concurrent enqueues share transactions through [bolt.DB.Batch], and with
-// them the cost of the fsync; a lone enqueue commits at once instead of
-// waiting for company. Peek reads in a read-only transaction and copies the
-// entry out of it. Delete is one write transaction.
+// Enqueue and [Bolt.Delete] are write transactions. Writes that overlap,
+// enqueues and deletes alike, share transactions through [bolt.DB.Batch], and
+// with them the cost of the fsync; a lone write commits at once instead of
+// waiting for company. Either way the call returns only after the commit.
+// Peek reads in a read-only transaction and copies the entry out of it.
 //
 // The number of entries per route is cached in memory, so enqueue and
 // [Bolt.Depth] need not count a queue. [OpenBolt] builds the cache with one
@@ -63,10 +64,10 @@ type Bolt struct {
 	counts *routeCounts // has its own lock
 
 	closed   atomic.Bool
-	inflight atomic.Int64 // enqueues in progress; more than one means use Batch
+	inflight atomic.Int64 // writes in progress; more than one means use Batch
 
-	// alwaysBatch makes every enqueue go through Batch; tests set it to
-	// exercise batches, benchmarks to compare with the lone-enqueue
+	// alwaysBatch makes every write go through Batch; tests set it to
+	// exercise batches, benchmarks to compare with the lone-write
 	// shortcut. Set only before first use.
 	alwaysBatch bool
 }
@@ -211,17 +212,11 @@ func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err
 	}
 	// The function may run more than once (Batch retries); only the run in
 	// the transaction that committed sets the results we return.
-	fn := func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		var err error
 		key, dropped, err = s.enqueueTx(tx, route, value)
 		return err
-	}
-	if s.inflight.Add(1) > 1 || s.alwaysBatch {
-		err = s.db.Batch(fn)
-	} else {
-		err = s.db.Update(fn)
-	}
-	s.inflight.Add(-1)
+	})
 	if err != nil {
 		return "", 0, s.wrap("enqueue", err)
 	}
@@ -306,11 +301,9 @@ func (s *Bolt) Peek(route string) (Entry, bool, error) {
 	return e, ok, nil
 }
 
-// errNoChange rolls back a write transaction that found nothing to do, which
-// saves the commit's fsync.
-var errNoChange = errors.New("no change")
-
-// Delete implements [Store.Delete].
+// Delete implements [Store.Delete]. It returns once the deletion is on
+// disk. Deleting a key that is not stored changes nothing; when no other
+// write is in progress it also commits nothing.
 func (s *Bolt) Delete(key string) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -320,7 +313,7 @@ func (s *Bolt) Delete(key string) error {
 		return nil
 	}
 	kb := []byte(key)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		s.counts.begin(tx)
 		c := tx.Bucket(bucketMessages).Cursor()
 		if k, _ := c.Seek(kb); !bytes.Equal(k, kb) {
@@ -332,10 +325,46 @@ func (s *Bolt) Delete(key string) error {
 		s.counts.add(route, -1)
 		return nil
 	})
-	if err != nil && err != errNoChange {
+	if err != nil {
 		return s.wrap("delete", err)
 	}
 	return nil
+}
+
+// errNoChange is what a write function returns when it found nothing to
+// change; see [Bolt.update].
+var errNoChange = errors.New("no change")
+
+// update runs fn in a write transaction and returns once that transaction
+// has committed. If no other write is in progress, fn gets a transaction of
+// its own ([bolt.DB.Update]), so a lone write does not wait for company.
+// Otherwise it joins a [bolt.DB.Batch] and shares the commit, and its fsync,
+// with the writes that overlap it. In a batch fn may run more than once,
+// each earlier run rolled back, so it must set its results on every run and
+// call routeCounts.begin, as every write function must.
+//
+// fn returns errNoChange when it has nothing to write. On its own, the
+// transaction then rolls back, which saves the fsync. In a batch the
+// function counts as done, so the others' changes still commit; any other
+// error would make bbolt roll the batch back and run the rest again. update
+// reports errNoChange as nil.
+func (s *Bolt) update(fn func(*bolt.Tx) error) error {
+	var err error
+	if s.inflight.Add(1) > 1 || s.alwaysBatch {
+		err = s.db.Batch(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != errNoChange {
+				return err
+			}
+			return nil
+		})
+	} else {
+		err = s.db.Update(fn)
+	}
+	s.inflight.Add(-1)
+	if err == errNoChange {
+		return nil
+	}
+	return err
 }
 
 // Depth implements [Store.Depth] from the cached counts.

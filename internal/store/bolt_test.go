@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,30 +309,148 @@ func TestBoltConcurrentBatchCounts(t *testing.T) {
 	if err := s.check(); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// Now with deletes racing the enqueues; the cleanup check compares the
-	// counts with a scan.
-	for g := range goroutines {
+// Deletes that race enqueues share transactions with them, including
+// batches that bbolt rolls back and runs again because one enqueue in them
+// fails. Some deletes find their key gone (acked twice, or trimmed by the
+// cap). The cached counts must still equal a scan, and every key whose
+// delete returned must be gone from the file.
+func TestBoltConcurrentDeleteCounts(t *testing.T) {
+	t.Parallel()
+	for _, alwaysBatch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("alwaysBatch=%v", alwaysBatch), func(t *testing.T) {
+			t.Parallel()
+			const (
+				capacity   = 8
+				goroutines = 24
+				each       = 60
+			)
+			s := openBolt(t, newBoltPath(t), &Options{Cap: capacity})
+			s.alwaysBatch = alwaysBatch
+			badRoute := strings.Repeat("x", bolt.MaxKeySize)
+			routes := []string{"A#s", "B#s", "C#s"}
+
+			var mu sync.Mutex
+			var deleted []string
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range each {
+						r := routes[(g+i)%len(routes)]
+						switch (g + i) % 6 {
+						case 0:
+							if _, _, err := s.Enqueue(badRoute, []byte("x")); err == nil {
+								t.Error("Enqueue with an oversized key succeeded")
+							}
+						case 1, 2:
+							if _, _, err := s.Enqueue(r, []byte("v")); err != nil {
+								t.Error(err)
+							}
+						case 3, 4:
+							e, ok, err := s.Peek(r)
+							if err != nil {
+								t.Error(err)
+							}
+							if !ok {
+								continue
+							}
+							// Half the time ack twice, as a receiver
+							// retrying its ack would.
+							for range 1 + i%2 {
+								if err := s.Delete(e.Key); err != nil {
+									t.Error(err)
+								}
+							}
+							mu.Lock()
+							deleted = append(deleted, e.Key)
+							mu.Unlock()
+						case 5:
+							if err := s.Delete(Key(r, 1<<40+uint64(g*each+i))); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if err := s.check(); err != nil {
+				t.Fatal(err)
+			}
+			err := s.db.View(func(tx *bolt.Tx) error {
+				msgs := tx.Bucket(bucketMessages)
+				for _, k := range deleted {
+					if msgs.Get([]byte(k)) != nil {
+						t.Errorf("deleted key %q is still stored", k)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(deleted) == 0 {
+				t.Fatal("no delete found an entry; the test exercised nothing")
+			}
+		})
+	}
+}
+
+// A delete that finds nothing to remove does not spoil the batch it shares:
+// the functions before it in the batch run once and commit with it.
+func TestBoltBatchDeleteAbsent(t *testing.T) {
+	t.Parallel()
+	s := openBolt(t, newBoltPath(t), nil)
+	s.alwaysBatch = true
+	present, _ := enqueue(t, s, "K#s", "x")
+	// Hold the batch open until all three writes below have joined it.
+	s.db.MaxBatchSize = 3
+	s.db.MaxBatchDelay = 10 * time.Second
+	startID := txID(t, s)
+
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		err := s.update(func(tx *bolt.Tx) error {
+			s.counts.begin(tx)
+			runs.Add(1)
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	// Let that write join first, so a failing delete after it would make
+	// bbolt run it again.
+	for s.inflight.Load() == 0 {
+		runtime.Gosched()
+	}
+	time.Sleep(10 * time.Millisecond)
+	for _, k := range []string{Key("K#s", 12345), present} {
 		wg.Go(func() {
-			for i := range each / 2 {
-				r := routes[(g+i)%len(routes)]
-				if g%2 == 0 {
-					if _, _, err := s.Enqueue(r, []byte("w")); err != nil {
-						t.Error(err)
-					}
-					continue
-				}
-				if e, ok, err := s.Peek(r); err != nil {
-					t.Error(err)
-				} else if ok {
-					if err := s.Delete(e.Key); err != nil {
-						t.Error(err)
-					}
-				}
+			if err := s.Delete(k); err != nil {
+				t.Errorf("Delete(%q): %v", k, err)
 			}
 		})
 	}
 	wg.Wait()
+	if n := runs.Load(); n != 1 {
+		t.Errorf("a function sharing the batch ran %d times, want 1", n)
+	}
+	if n := txID(t, s) - startID; n != 1 {
+		t.Errorf("the batch took %d commits, want 1", n)
+	}
+	wantEmpty(t, s, "K#s")
+}
+
+// txID returns the ID of the last committed write transaction.
+func txID(t *testing.T, s *Bolt) int {
+	t.Helper()
+	var id int
+	if err := s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // A file whose next_seq is not above its keys (damaged, or written by
