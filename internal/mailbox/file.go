@@ -1,0 +1,353 @@
+package mailbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/interlink-go/interlink/internal/identity"
+)
+
+// State is the delivery state of a record, or of a notice. The strings are
+// part of the file format and of tool output.
+type State string
+
+// Record states, in the order a record normally moves through them: stored
+// on arrival, then one of the four handoff states once a notice covering it
+// was handed to the host (or failed), then acknowledged. StatePreparing is
+// only ever the state of a notice that has been reserved but not yet handed
+// off.
+const (
+	StateStored           State = "receiver_stored"
+	StateInboxQueued      State = "inbox_queued"
+	StateNotificationSent State = "notification_sent"
+	StateHostQueued       State = "host_queued"
+	StateDeliveryFailed   State = "delivery_failed"
+	StateAcknowledged     State = "receiver_acknowledged"
+	StatePreparing        State = "preparing"
+)
+
+// handoff reports whether s is one of the states [Mailbox.Finish] accepts.
+func (s State) handoff() bool {
+	switch s {
+	case StateInboxQueued, StateNotificationSent, StateHostQueued, StateDeliveryFailed:
+		return true
+	}
+	return false
+}
+
+// recordState reports whether s may be the state of a record.
+func (s State) recordState() bool {
+	return s == StateStored || s == StateAcknowledged || s.handoff()
+}
+
+// noticeState reports whether s may be the state of a notice.
+func (s State) noticeState() bool {
+	return s == StatePreparing || s.handoff()
+}
+
+// Record is one inbound message held by the mailbox.
+type Record struct {
+	// Message is the verified message as it arrived.
+	Message identity.Message
+	// Peer is the local petname of the sender when the message arrived
+	// ("self" for a sibling session of this identity). It is a label only;
+	// the sender is Message.From.
+	Peer string
+	// State is the delivery state of the record.
+	State State
+	// SupersededBy is the msg_id of the progress message that replaced this
+	// one, or empty when it is not superseded.
+	SupersededBy string
+}
+
+// Unread reports whether r still waits to be consumed: it is neither
+// acknowledged nor superseded.
+func (r *Record) Unread() bool {
+	return r.State != StateAcknowledged && r.SupersededBy == ""
+}
+
+// Receipt returns the receipt that acknowledges r.
+func (r *Record) Receipt() Receipt {
+	return Receipt{Sender: r.Message.From, MsgID: r.Message.MsgID}
+}
+
+// attention reports whether r belongs to the attention set: unread and not
+// a progress update.
+func (r *Record) attention() bool {
+	return r.Unread() && r.Message.Status != identity.StatusUpdate
+}
+
+// Receipt names one inbound message exactly: the signer's public key and the
+// message id. The same msg_id from two senders names two messages.
+type Receipt struct {
+	Sender string `json:"sender"`
+	MsgID  string `json:"msg_id"`
+}
+
+// Notice is a reservation to wake the host about unread messages.
+type Notice struct {
+	// ID is the notification id the host passes back to receive_messages.
+	ID string
+	// State is StatePreparing until the handoff is finished.
+	State State
+	// Messages are the records the notice covers, in file order.
+	Messages []Receipt
+	// RetryAt is when the notice expires, in Unix milliseconds.
+	RetryAt uint64
+	// Attempt counts the notices issued in a row for a backlog, capped at
+	// maxAttempt; it sets the back-off of the next one.
+	Attempt int
+}
+
+// document is the decoded mailbox file.
+type document struct {
+	records []Record
+	notice  *Notice
+}
+
+// fileRecord and fileNotice fix the key order of the file and how empty
+// values are written.
+type fileRecord struct {
+	Message      identity.Message `json:"message"`
+	Peer         string           `json:"peer"`
+	State        State            `json:"state"`
+	SupersededBy *string          `json:"superseded_by"`
+}
+
+type fileNotice struct {
+	ID       string      `json:"id"`
+	State    State       `json:"state"`
+	Messages [][2]string `json:"messages"`
+	RetryAt  uint64      `json:"retry_at"`
+	Attempt  int         `json:"attempt"`
+}
+
+// marshal encodes v without HTML escaping and without a trailing newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// encodeRecords returns the JSON array of records as the file stores it.
+func encodeRecords(recs []Record) ([]byte, error) {
+	out := make([]fileRecord, len(recs))
+	for i, r := range recs {
+		out[i] = fileRecord{Message: r.Message, Peer: r.Peer, State: r.State}
+		if r.SupersededBy != "" {
+			out[i].SupersededBy = &r.SupersededBy
+		}
+	}
+	return marshal(out)
+}
+
+// encode returns the whole file for records already encoded by
+// encodeRecords and the notice n (nil for none).
+func encode(records []byte, n *Notice) ([]byte, error) {
+	var fn *fileNotice
+	if n != nil {
+		fn = &fileNotice{ID: n.ID, State: n.State, Messages: make([][2]string, len(n.Messages)),
+			RetryAt: n.RetryAt, Attempt: n.Attempt}
+		for i, m := range n.Messages {
+			fn.Messages[i] = [2]string{m.Sender, m.MsgID}
+		}
+	}
+	notice, err := marshal(fn)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(records) + len(notice) + 24)
+	buf.WriteString(`{"records":`)
+	buf.Write(records)
+	buf.WriteString(`,"notice":`)
+	buf.Write(notice)
+	buf.WriteString("}")
+	return buf.Bytes(), nil
+}
+
+// object is a decoded JSON object whose values are checked one by one, so
+// that nulls and wrong types are errors rather than silent zero values.
+// Unknown keys are ignored.
+type object map[string]json.RawMessage
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(raw, []byte("null")) }
+
+func decodeObject(raw []byte) (object, error) {
+	var o object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, fmt.Errorf("not an object")
+	}
+	return o, nil
+}
+
+// str returns the string under key. Missing or null is "" when optional
+// and an error when required.
+func (o object) str(key string, required bool) (string, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		if required {
+			return "", fmt.Errorf("missing %s", key)
+		}
+		return "", nil
+	}
+	if raw[0] != '"' {
+		return "", fmt.Errorf("%s is not a string", key)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s: %v", key, err)
+	}
+	return s, nil
+}
+
+// uint returns the unsigned integer under key, 0 when missing or null.
+func (o object) uint(key string, bits int) (uint64, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(string(raw), 10, bits)
+	if err != nil {
+		return 0, fmt.Errorf("%s is not an unsigned integer", key)
+	}
+	return n, nil
+}
+
+// array returns the elements of the JSON array under key, which must be
+// present and not null.
+func (o object) array(key string) ([]json.RawMessage, error) {
+	raw, ok := o[key]
+	if !ok || isNull(raw) {
+		return nil, fmt.Errorf("missing %s", key)
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, fmt.Errorf("%s is not a list", key)
+	}
+	return elems, nil
+}
+
+// decode parses the mailbox file. A missing file (exists false) is the empty
+// mailbox. Every error wraps [ErrCorrupt].
+func decode(data []byte, exists bool) (document, error) {
+	if !exists {
+		return document{}, nil
+	}
+	d, err := decodeDocument(data)
+	if err != nil {
+		return document{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return d, nil
+}
+
+func decodeDocument(data []byte) (document, error) {
+	top, err := decodeObject(data)
+	if err != nil {
+		return document{}, err
+	}
+	elems, err := top.array("records")
+	if err != nil {
+		return document{}, err
+	}
+	var d document
+	d.records = make([]Record, 0, len(elems))
+	for i, raw := range elems {
+		r, err := decodeRecord(raw)
+		if err != nil {
+			return document{}, fmt.Errorf("records[%d]: %v", i, err)
+		}
+		d.records = append(d.records, r)
+	}
+	if raw, ok := top["notice"]; ok && !isNull(raw) {
+		n, err := decodeNotice(raw)
+		if err != nil {
+			return document{}, fmt.Errorf("notice: %v", err)
+		}
+		d.notice = &n
+	}
+	return d, nil
+}
+
+func decodeRecord(raw json.RawMessage) (Record, error) {
+	o, err := decodeObject(raw)
+	if err != nil {
+		return Record{}, err
+	}
+	mraw, ok := o["message"]
+	if !ok {
+		return Record{}, fmt.Errorf("missing message")
+	}
+	var r Record
+	if r.Message, err = identity.DecodeMessage(mraw); err != nil {
+		return Record{}, err
+	}
+	if r.Peer, err = o.str("peer", true); err != nil {
+		return Record{}, err
+	}
+	st, err := o.str("state", true)
+	if err != nil {
+		return Record{}, err
+	}
+	if r.State = State(st); !r.State.recordState() {
+		return Record{}, fmt.Errorf("unknown record state %q", st)
+	}
+	if r.SupersededBy, err = o.str("superseded_by", false); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+func decodeNotice(raw json.RawMessage) (Notice, error) {
+	o, err := decodeObject(raw)
+	if err != nil {
+		return Notice{}, err
+	}
+	var n Notice
+	if n.ID, err = o.str("id", true); err != nil {
+		return Notice{}, err
+	}
+	st, err := o.str("state", true)
+	if err != nil {
+		return Notice{}, err
+	}
+	if n.State = State(st); !n.State.noticeState() {
+		return Notice{}, fmt.Errorf("unknown notice state %q", st)
+	}
+	elems, err := o.array("messages")
+	if err != nil {
+		return Notice{}, err
+	}
+	n.Messages = make([]Receipt, 0, len(elems))
+	for i, e := range elems {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(e, &pair); err != nil || len(pair) != 2 {
+			return Notice{}, fmt.Errorf("messages[%d] is not a [sender, msg_id] pair", i)
+		}
+		var s [2]string
+		for j, p := range pair {
+			if isNull(p) || p[0] != '"' || json.Unmarshal(p, &s[j]) != nil {
+				return Notice{}, fmt.Errorf("messages[%d] is not a [sender, msg_id] pair", i)
+			}
+		}
+		n.Messages = append(n.Messages, Receipt{Sender: s[0], MsgID: s[1]})
+	}
+	if n.RetryAt, err = o.uint("retry_at", 64); err != nil {
+		return Notice{}, err
+	}
+	attempt, err := o.uint("attempt", 31)
+	if err != nil {
+		return Notice{}, err
+	}
+	n.Attempt = int(attempt)
+	return n, nil
+}

@@ -1,0 +1,565 @@
+package mailbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/route"
+)
+
+func TestOpenRejectsUnsafeSession(t *testing.T) {
+	for _, s := range []string{"", "..", "a/b", "a\nb"} {
+		if _, err := Open(t.TempDir(), signer(t, 1).Public(), s, nil); !errors.Is(err, route.ErrInvalidSession) {
+			t.Errorf("Open(session %q) = %v, want ErrInvalidSession", s, err)
+		}
+	}
+}
+
+func TestPaths(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(f.root, "mailbox", f.me.Public().String())
+	if got, want := f.mb.Path(), filepath.Join(dir, "s1.json"); got != want {
+		t.Errorf("Path() = %q, want %q", got, want)
+	}
+	if got, want := f.mb.NotifierLockPath(), filepath.Join(dir, "s1.notifier-lock"); got != want {
+		t.Errorf("NotifierLockPath() = %q, want %q", got, want)
+	}
+	f.retain(t, msg{id: "m1"})
+	if _, err := os.Stat(filepath.Join(dir, "s1.lock")); err != nil {
+		t.Errorf("lock sidecar: %v", err)
+	}
+}
+
+func TestRetainDuplicateIsNoOpAcrossHandles(t *testing.T) {
+	f := newFixture(t)
+	m := f.retain(t, msg{id: "m1"})
+	before, err := os.ReadFile(f.mb.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := f.open(t)
+	m.Text = "a different body with the same id"
+	added, err := other.Retain(m, "alice")
+	if err != nil || added {
+		t.Fatalf("second Retain = %v, %v; want false, nil", added, err)
+	}
+	after, _ := os.ReadFile(f.mb.Path())
+	if string(before) != string(after) {
+		t.Error("duplicate Retain changed the file")
+	}
+	// The same msg_id from another sender is another message.
+	f.retain(t, msg{from: f.bob, id: "m1"})
+	if n := len(f.records(t)); n != 2 {
+		t.Errorf("%d records, want 2", n)
+	}
+}
+
+func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
+	f := newFixture(t)
+	read := f.retain(t, msg{id: "read-old"})
+	f.retain(t, msg{id: "unread-old"})
+	f.retain(t, msg{id: "up-old", task: "t", status: identity.StatusUpdate})
+	f.retain(t, msg{id: "up-new", task: "t", status: identity.StatusUpdate, ts: time.Minute}) // supersedes up-old
+	readRecent := f.retain(t, msg{id: "read-recent", ts: 2 * time.Hour})
+	if _, err := f.mb.Acknowledge([]Receipt{receipt(read), receipt(readRecent)}); err != nil {
+		t.Fatal(err)
+	}
+
+	f.clock.Set(baseTime.Add(24*time.Hour + time.Millisecond))
+	f.retain(t, msg{id: "new", ts: 24 * time.Hour})
+	want := []string{"unread-old", "up-new", "read-recent", "new"}
+	if diff := cmp.Diff(want, ids(f.records(t))); diff != "" {
+		t.Errorf("records after prune (-want +got):\n%s", diff)
+	}
+
+	// A record exactly 24 h old is still kept.
+	f = newFixture(t)
+	read = f.retain(t, msg{id: "edge"})
+	f.mb.Acknowledge([]Receipt{receipt(read)})
+	f.clock.Set(baseTime.Add(24 * time.Hour))
+	f.retain(t, msg{id: "new"})
+	if diff := cmp.Diff([]string{"edge", "new"}, ids(f.records(t))); diff != "" {
+		t.Errorf("records at the 24 h edge (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetainCoalescing(t *testing.T) {
+	const (
+		up  = identity.StatusUpdate
+		res = identity.StatusResult
+		fl  = identity.StatusFailed
+		cn  = identity.StatusCanceled
+		ni  = identity.StatusNeedsInput
+	)
+	tests := []struct {
+		name string
+		msgs []msg
+		want map[string]string // msg_id -> superseded_by
+	}{
+		{
+			name: "newer update supersedes older",
+			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second}},
+			want: map[string]string{"u1": "u2", "u2": ""},
+		},
+		{
+			name: "update with equal ts supersedes",
+			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up}},
+			want: map[string]string{"u1": "u2", "u2": ""},
+		},
+		{
+			name: "delayed update arrives superseded",
+			msgs: []msg{{id: "u2", task: "t", status: up, ts: time.Second}, {id: "u1", task: "t", status: up}},
+			want: map[string]string{"u2": "", "u1": "u2"},
+		},
+		{
+			name: "three updates keep only the newest",
+			msgs: []msg{
+				{id: "u1", task: "t", status: up}, {id: "u3", task: "t", status: up, ts: 2 * time.Second},
+				{id: "u2", task: "t", status: up, ts: time.Second},
+			},
+			want: map[string]string{"u1": "u3", "u3": "", "u2": "u3"},
+		},
+		{
+			name: "terminal supersedes updates",
+			msgs: []msg{{id: "u1", task: "t", status: up, ts: time.Second}, {id: "r", task: "t", status: res}},
+			want: map[string]string{"u1": "r", "r": ""},
+		},
+		{
+			name: "late update after terminal arrives superseded",
+			msgs: []msg{{id: "f", task: "t", status: fl}, {id: "u1", task: "t", status: up, ts: time.Second}},
+			want: map[string]string{"f": "", "u1": "f"},
+		},
+		{
+			name: "canceled is terminal",
+			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "c", task: "t", status: cn}},
+			want: map[string]string{"u1": "c", "c": ""},
+		},
+		{
+			name: "terminals never superseded",
+			msgs: []msg{{id: "r1", task: "t", status: res}, {id: "r2", task: "t", status: res, ts: time.Second}},
+			want: map[string]string{"r1": "", "r2": ""},
+		},
+		{
+			name: "needs_input never coalesced",
+			msgs: []msg{
+				{id: "q", task: "t", status: ni}, {id: "u1", task: "t", status: up, ts: time.Second},
+				{id: "q2", task: "t", status: ni, ts: 2 * time.Second},
+			},
+			want: map[string]string{"q": "", "u1": "", "q2": ""},
+		},
+		{
+			name: "plain message never coalesced",
+			msgs: []msg{{id: "p", task: "t"}, {id: "u1", task: "t", status: up, ts: time.Second}, {id: "p2", task: "t", ts: 2 * time.Second}},
+			want: map[string]string{"p": "", "u1": "", "p2": ""},
+		},
+		{
+			name: "no task_id never coalesced",
+			msgs: []msg{{id: "u1", status: up}, {id: "u2", status: up, ts: time.Second}, {id: "r", status: res}},
+			want: map[string]string{"u1": "", "u2": "", "r": ""},
+		},
+		{
+			name: "different task not coalesced",
+			msgs: []msg{{id: "u1", task: "t1", status: up}, {id: "u2", task: "t2", status: up, ts: time.Second}},
+			want: map[string]string{"u1": "", "u2": ""},
+		},
+		{
+			name: "different reply_to not coalesced",
+			msgs: []msg{
+				{id: "u1", task: "t", status: up, replyTo: "k#a"}, {id: "u2", task: "t", status: up, ts: time.Second, replyTo: "k#b"},
+				{id: "u3", task: "t", status: up, ts: 2 * time.Second},
+			},
+			want: map[string]string{"u1": "", "u2": "", "u3": ""},
+		},
+		{
+			name: "same reply_to coalesced",
+			msgs: []msg{{id: "u1", task: "t", status: up, replyTo: "k#a"}, {id: "u2", task: "t", status: up, ts: time.Second, replyTo: "k#a"}},
+			want: map[string]string{"u1": "u2", "u2": ""},
+		},
+		{
+			name: "different sender not coalesced",
+			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second, from: signer(t, 3)}},
+			want: map[string]string{"u1": "", "u2": ""},
+		},
+		{
+			name: "superseded update keeps its first successor",
+			msgs: []msg{
+				{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second},
+				{id: "r", task: "t", status: res, ts: 2 * time.Second},
+			},
+			want: map[string]string{"u1": "u2", "u2": "r", "r": ""},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			for _, m := range tt.msgs {
+				f.retain(t, m)
+			}
+			got := map[string]string{}
+			for _, r := range f.records(t) {
+				got[r.Message.MsgID] = r.SupersededBy
+				if r.State != StateStored {
+					t.Errorf("%s: state %s, want %s", r.Message.MsgID, r.State, StateStored)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("superseded_by (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReceiveIsReadOnlyOrderedAndLimited(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "u1", task: "t1", status: identity.StatusUpdate})
+	f.retain(t, msg{id: "p1"})
+	f.retain(t, msg{id: "u2", task: "t2", status: identity.StatusUpdate})
+	f.retain(t, msg{id: "q1", task: "t3", status: identity.StatusNeedsInput})
+	acked := f.retain(t, msg{id: "acked"})
+	f.retain(t, msg{id: "u1b", task: "t1", status: identity.StatusUpdate, ts: time.Second}) // supersedes u1
+	f.retain(t, msg{id: "p2", from: f.bob})
+	if _, err := f.mb.Acknowledge([]Receipt{receipt(acked)}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(f.mb.Path())
+
+	for _, tt := range []struct {
+		limit int
+		want  []string
+	}{
+		{0, []string{"p1", "q1", "p2", "u2", "u1b"}},
+		{100, []string{"p1", "q1", "p2", "u2", "u1b"}},
+		{4, []string{"p1", "q1", "p2", "u2"}},
+		{2, []string{"p1", "q1"}},
+	} {
+		for range 2 { // a second fetch returns the same
+			got, err := f.mb.Receive(tt.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+				t.Errorf("Receive(%d) (-want +got):\n%s", tt.limit, diff)
+			}
+		}
+	}
+	after, _ := os.ReadFile(f.mb.Path())
+	if string(before) != string(after) {
+		t.Error("Receive changed the file")
+	}
+}
+
+func TestReceiveEmptyMailbox(t *testing.T) {
+	f := newFixture(t)
+	got, err := f.mb.Receive(20)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Receive on a missing file = %v, %v; want empty", got, err)
+	}
+	if _, err := os.Stat(f.mb.Path()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Receive created the file: %v", err)
+	}
+}
+
+func TestAcknowledgeCountsAndIsIdempotent(t *testing.T) {
+	f := newFixture(t)
+	a := f.retain(t, msg{id: "m1"})
+	b := f.retain(t, msg{id: "m1", from: f.bob})
+	u1 := f.retain(t, msg{id: "u1", task: "t", status: identity.StatusUpdate})
+	f.retain(t, msg{id: "u2", task: "t", status: identity.StatusUpdate, ts: time.Second})
+
+	steps := []struct {
+		name     string
+		receipts []Receipt
+		want     int
+	}{
+		{"one of two same ids", []Receipt{receipt(a)}, 1},
+		{"repeated", []Receipt{receipt(a), receipt(a)}, 0},
+		{"unknown", []Receipt{{Sender: a.From, MsgID: "nope"}, {Sender: "x", MsgID: "m1"}}, 0},
+		{"superseded counts", []Receipt{receipt(u1)}, 1},
+		{"duplicate in one call", []Receipt{receipt(b), receipt(b)}, 1},
+		{"empty", nil, 0},
+	}
+	for _, s := range steps {
+		n, err := f.mb.Acknowledge(s.receipts)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if n != s.want {
+			t.Errorf("%s: Acknowledge = %d, want %d", s.name, n, s.want)
+		}
+	}
+	got, _ := f.mb.Receive(0)
+	if diff := cmp.Diff([]string{"u2"}, ids(got)); diff != "" {
+		t.Errorf("unread after acknowledging (-want +got):\n%s", diff)
+	}
+	if r := f.record(t, "u1"); r.State != StateAcknowledged || r.SupersededBy != "u2" {
+		t.Errorf("u1 = %s superseded by %q, want acknowledged and still superseded by u2", r.State, r.SupersededBy)
+	}
+}
+
+func TestAcknowledgeConcurrentHandlesCountOnce(t *testing.T) {
+	f := newFixture(t)
+	var receipts []Receipt
+	for _, id := range []string{"m1", "m2", "m3"} {
+		receipts = append(receipts, receipt(f.retain(t, msg{id: id})))
+	}
+	handles := []*Mailbox{f.mb, f.open(t), f.open(t), f.open(t)}
+	counts := make([]int, len(handles))
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Go(func() {
+			n, err := h.Acknowledge(receipts)
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = n
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	if total != len(receipts) {
+		t.Errorf("acknowledged %v = %d in total, want %d", counts, total, len(receipts))
+	}
+}
+
+func TestRetainConcurrentHandlesLoseNothing(t *testing.T) {
+	f := newFixture(t)
+	msgs := make([]identity.Message, 20)
+	for i := range msgs {
+		msgs[i] = f.message(t, msg{id: "m" + string(rune('a'+i))})
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		h := f.open(t)
+		wg.Go(func() {
+			for _, m := range msgs {
+				if _, err := h.Retain(m, "alice"); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(f.records(t)); n != len(msgs) {
+		t.Errorf("%d records, want %d", n, len(msgs))
+	}
+}
+
+// writeRecords replaces the mailbox file with n unread plain records.
+func writeRecords(tb testing.TB, f *fixture, n int) {
+	tb.Helper()
+	m := f.message(tb, msg{id: "x"})
+	recs := make([]Record, n)
+	for i := range recs {
+		recs[i] = Record{Message: m, Peer: "alice", State: StateStored}
+		recs[i].Message.MsgID = fmt.Sprintf("fill-%06d", i)
+	}
+	data, err := encodeRecords(recs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	file, err := encode(data, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(f.mb.Path()), 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(f.mb.Path(), file, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func TestRetainRecordCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a mailbox to its bound")
+	}
+	f := newFixture(t)
+	writeRecords(t, f, MaxRecords-1)
+	f.retain(t, msg{id: "last-fitting"}) // the 4096th record
+	before, _ := os.ReadFile(f.mb.Path())
+
+	extra := f.message(t, msg{id: "one-too-many"})
+	added, err := f.mb.Retain(extra, "alice")
+	if !errors.Is(err, ErrFull) || added {
+		t.Fatalf("Retain of record %d = %v, %v; want ErrFull", MaxRecords+1, added, err)
+	}
+	if !strings.Contains(err.Error(), "broker") {
+		t.Errorf("error %q does not say the messages stay on the broker", err)
+	}
+	after, _ := os.ReadFile(f.mb.Path())
+	if string(before) != string(after) {
+		t.Error("refused Retain changed the file")
+	}
+	// A duplicate is still recognized on a full mailbox.
+	if added, err := f.mb.Retain(f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+		t.Errorf("duplicate Retain on a full mailbox = %v, %v", added, err)
+	}
+
+	// Draining works on a full mailbox, and a notice can still be written.
+	if _, err := f.mb.Reserve(); err != nil {
+		t.Fatalf("Reserve on a full mailbox: %v", err)
+	}
+	all, err := f.mb.Receive(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipts := make([]Receipt, len(all))
+	for i := range all {
+		receipts[i] = all[i].Receipt()
+	}
+	if n, err := f.mb.Acknowledge(receipts); err != nil || n != MaxRecords {
+		t.Fatalf("Acknowledge on a full mailbox = %d, %v; want %d", n, err, MaxRecords)
+	}
+	// Acknowledged records still count until they age out of the window.
+	if _, err := f.mb.Retain(extra, "alice"); !errors.Is(err, ErrFull) {
+		t.Fatalf("Retain before tombstones aged = %v, want ErrFull", err)
+	}
+	f.clock.Add(25 * time.Hour)
+	if added, err := f.mb.Retain(extra, "alice"); err != nil || !added {
+		t.Fatalf("Retain after tombstones aged = %v, %v", added, err)
+	}
+	if n := len(f.records(t)); n != 1 {
+		t.Errorf("%d records after pruning, want 1", n)
+	}
+}
+
+func TestRetainUnreadRecordsNeverPrunedWhenFull(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a mailbox to its bound")
+	}
+	f := newFixture(t)
+	writeRecords(t, f, MaxRecords)
+	f.clock.Add(48 * time.Hour)
+	if _, err := f.mb.Retain(f.message(t, msg{id: "new", ts: 48 * time.Hour}), "alice"); !errors.Is(err, ErrFull) {
+		t.Fatalf("Retain = %v, want ErrFull", err)
+	}
+	if n := len(f.records(t)); n != MaxRecords {
+		t.Errorf("%d records, want %d", n, MaxRecords)
+	}
+}
+
+func TestRetainByteCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a mailbox to its bound")
+	}
+	f := newFixture(t)
+	f.retain(t, msg{id: "small"})
+	before, _ := os.ReadFile(f.mb.Path())
+	// Retain does not verify signatures, so the body is swapped in unsigned.
+	big := f.message(t, msg{id: "big"})
+	big.Text = strings.Repeat("a", MaxRecordsBytes)
+	if _, err := f.mb.Retain(big, "alice"); !errors.Is(err, ErrFull) {
+		t.Fatalf("Retain of a 32 MiB body = %v, want ErrFull", err)
+	}
+	after, _ := os.ReadFile(f.mb.Path())
+	if string(before) != string(after) {
+		t.Error("refused Retain changed the file")
+	}
+}
+
+func TestHistory(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "b", ts: 2 * time.Second})
+	f.retain(t, msg{id: "a", ts: time.Second})
+	f.retain(t, msg{id: "bob1", from: f.bob})
+	f.retain(t, msg{id: "u1", task: "t", status: identity.StatusUpdate, ts: 3 * time.Second})
+	f.retain(t, msg{id: "u2", task: "t", status: identity.StatusUpdate, ts: 4 * time.Second})
+	q := f.retain(t, msg{id: "q", task: "t", status: identity.StatusNeedsInput, ts: 4 * time.Second})
+	if _, err := f.mb.Acknowledge([]Receipt{receipt(q)}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := f.mb.History("alice", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sorted by ts then msg_id; acknowledged and superseded included.
+	if diff := cmp.Diff([]string{"a", "b", "u1", "q", "u2"}, ids(got)); diff != "" {
+		t.Errorf("History (-want +got):\n%s", diff)
+	}
+	got, _ = f.mb.History("alice", 2, false)
+	if diff := cmp.Diff([]string{"q", "u2"}, ids(got)); diff != "" {
+		t.Errorf("History limit 2 (-want +got):\n%s", diff)
+	}
+	if r := f.record(t, "b"); r.State != StateStored {
+		t.Errorf("read-only History changed b to %s", r.State)
+	}
+	if got, _ := f.mb.History("carol", 0, false); len(got) != 0 {
+		t.Errorf("History(carol) = %v, want none", ids(got))
+	}
+}
+
+func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "q1", task: "t", status: identity.StatusNeedsInput})
+	f.retain(t, msg{id: "q2", task: "t", status: identity.StatusNeedsInput, ts: time.Second})
+	f.retain(t, msg{id: "bob1", from: f.bob, ts: 2 * time.Second})
+	n, err := f.mb.Reserve()
+	if err != nil || n == nil {
+		t.Fatalf("Reserve = %v, %v", n, err)
+	}
+
+	got, err := f.mb.History("alice", 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Message.MsgID != "q2" || got[0].State != StateAcknowledged {
+		t.Fatalf("History(limit 1, consume) = %+v, want q2 acknowledged", got)
+	}
+	unread, _ := f.mb.Receive(0)
+	if diff := cmp.Diff([]string{"q1", "bob1"}, ids(unread)); diff != "" {
+		t.Errorf("unread after consuming one (-want +got):\n%s", diff)
+	}
+	if f.notice(t) == nil {
+		t.Error("notice cleared while covered messages remain unread")
+	}
+
+	if _, err := f.mb.History("alice", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.mb.History("bob", 0, true); err != nil {
+		t.Fatal(err)
+	}
+	if unread, _ := f.mb.Receive(0); len(unread) != 0 {
+		t.Errorf("unread after consuming all = %v", ids(unread))
+	}
+	if n := f.notice(t); n != nil {
+		t.Errorf("notice %+v survived consuming every covered message", n)
+	}
+}
+
+func TestRestartRecovery(t *testing.T) {
+	f := newFixture(t)
+	m := f.retain(t, msg{id: "m1"})
+	n, err := f.mb.Reserve()
+	if err != nil || n == nil {
+		t.Fatalf("Reserve = %v, %v", n, err)
+	}
+	if err := f.mb.Finish(n.ID, StateHostQueued); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := f.mb.Acknowledge([]Receipt{receipt(m)}); err != nil || c != 1 {
+		t.Fatalf("Acknowledge = %d, %v", c, err)
+	}
+	again := f.open(t)
+	if added, err := again.Retain(m, "alice"); err != nil || added {
+		t.Fatalf("Retain after reopening = %v, %v; want a no-op", added, err)
+	}
+	if n, err := again.Reserve(); err != nil || n != nil {
+		t.Fatalf("Reserve after reopening = %+v, %v; want none", n, err)
+	}
+	if r := f.record(t, "m1"); r.State != StateAcknowledged {
+		t.Errorf("state %s, want %s", r.State, StateAcknowledged)
+	}
+}
