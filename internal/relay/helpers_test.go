@@ -1,0 +1,113 @@
+package relay
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// testEpoch is where the fake clocks start.
+var testEpoch = time.UnixMilli(1_700_000_000_000)
+
+// clock is a wall clock that moves only when told to.
+type clock struct{ ms atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ms.Store(testEpoch.UnixMilli())
+	return c
+}
+
+func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// startBus serves a real in-memory bus on loopback and returns its URL and
+// clock.
+func startBus(tb testing.TB) (string, *clock) {
+	tb.Helper()
+	return startBusWith(tb, nil)
+}
+
+// startBusWith is startBus with wrap applied to the bus handler, when wrap
+// is not nil.
+func startBusWith(tb testing.TB, wrap func(http.Handler) http.Handler) (string, *clock) {
+	tb.Helper()
+	clk := newClock()
+	st := store.NewMemory(nil)
+	srv := bus.New(st, &bus.Options{Now: clk.now})
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	ts := httptest.NewServer(h)
+	tb.Cleanup(func() { _ = st.Close() })
+	tb.Cleanup(ts.Close)
+	tb.Cleanup(srv.Shutdown) // runs first, ending parked long-polls
+	return ts.URL, clk
+}
+
+// startFake serves h on loopback and returns its URL.
+func startFake(tb testing.TB, h http.HandlerFunc) string {
+	tb.Helper()
+	ts := httptest.NewServer(h)
+	tb.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// reply returns a handler that answers every request with code and body.
+func reply(code int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+// signer returns a deterministic signer whose seed is 32 copies of b.
+func signer(tb testing.TB, b byte) *identity.Signer {
+	tb.Helper()
+	s, err := identity.NewSigner(bytes.Repeat([]byte{b}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// session returns a session descriptor with id sid.
+func session(sid string) identity.SessionInfo {
+	return identity.SessionInfo{SessionID: sid, Cwd: "/src/" + sid, GitRoot: "repo", Summary: "working on " + sid}
+}
+
+// closedURL returns the URL of a loopback listener that hangs up on every
+// connection, so each request fails in transport.
+func closedURL(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // the listener was closed
+			}
+			_ = c.Close()
+		}
+	}()
+	tb.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	return "http://" + ln.Addr().String()
+}

@@ -1,0 +1,143 @@
+package relay
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/identity"
+)
+
+// LiveWindow is how recently a session must have announced itself, by the
+// relay's clock, to count as live rather than away. Agents announce every
+// 30 s, so a live session has missed at most two announcements.
+const LiveWindow = 90 * time.Second
+
+// Entry is one verified roster announcement. Key is proven by the
+// signature; Name and Session are what that key claims about itself and are
+// raw text: clean them (package untrusted) before showing them.
+type Entry struct {
+	Key     identity.PublicKey
+	Name    string
+	Session identity.SessionInfo
+	// AgeMS is the relay's count of milliseconds since the announcement
+	// arrived; an absent age counts as 0. It is not signed, so a relay can
+	// make a session look live or away, but not invent one.
+	AgeMS uint64
+	// Live reports whether AgeMS is below LiveWindow.
+	Live bool
+}
+
+// Roster is the verified roster across relays.
+type Roster struct {
+	// Entries holds each key#session_id once, as the first relay in the
+	// list reported it, in first-seen order. An announcement with an empty
+	// session_id names an identity without a session; it is kept so that
+	// Groups sees the identity, but it adds no session.
+	Entries []Entry
+	// Failures holds "<url>: <error>" for every relay whose roster could
+	// not be read, in relay order.
+	Failures []string
+	// Available counts the relays that returned a valid roster, even an
+	// empty one.
+	Available int
+}
+
+// FetchRoster reads the roster of every relay at once and merges the
+// answers in the order of clients, so the result does not depend on which
+// relay answered first. Elements that do not decode as announcements or
+// whose signature does not verify are skipped without a failure: a relay
+// can store anything anyone posted.
+func FetchRoster(ctx context.Context, clients []*Client) Roster {
+	type result struct {
+		elems []identity.Announcement
+		err   error
+	}
+	results := make([]result, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			raw, err := c.Roster(ctx)
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			anns := make([]identity.Announcement, 0, len(raw))
+			for _, elem := range raw {
+				a, err := identity.DecodeAnnouncement(elem)
+				if err != nil {
+					c.log.Debug("roster entry skipped", "relay", c.base, "reason", "undecodable")
+					continue
+				}
+				anns = append(anns, a)
+			}
+			results[i].elems = anns
+		})
+	}
+	wg.Wait()
+
+	var r Roster
+	seen := make(map[string]bool)
+	for i, res := range results {
+		if res.err != nil {
+			r.Failures = append(r.Failures, clients[i].base+": "+res.err.Error())
+			continue
+		}
+		r.Available++
+		for _, a := range res.elems {
+			key, err := a.Verify()
+			if err != nil {
+				clients[i].log.Debug("roster entry skipped", "relay", clients[i].base, "reason", "bad_signature")
+				continue
+			}
+			route := key.String() + "#" + a.Session.SessionID
+			if seen[route] {
+				continue
+			}
+			seen[route] = true
+			var age uint64
+			if a.AgeMS != nil {
+				age = *a.AgeMS
+			}
+			r.Entries = append(r.Entries, Entry{
+				Key:     key,
+				Name:    a.Name,
+				Session: a.Session,
+				AgeMS:   age,
+				Live:    age < uint64(LiveWindow.Milliseconds()),
+			})
+		}
+	}
+	return r
+}
+
+// Group is one identity on the roster with its sessions.
+type Group struct {
+	Key identity.PublicKey
+	// Name is the name in the first announcement seen for Key. Like every
+	// roster name it is an unverified claim.
+	Name string
+	// Sessions holds the identity's entries with a non-empty session id,
+	// in roster order. It may be empty.
+	Sessions []Entry
+}
+
+// Groups groups the entries by key, in the order each key first appears.
+// Entries with an empty session id only contribute the identity and,
+// if first, its name.
+func (r Roster) Groups() []Group {
+	var groups []Group
+	index := make(map[identity.PublicKey]int)
+	for _, e := range r.Entries {
+		i, ok := index[e.Key]
+		if !ok {
+			i = len(groups)
+			index[e.Key] = i
+			groups = append(groups, Group{Key: e.Key, Name: e.Name})
+		}
+		if e.Session.SessionID != "" {
+			groups[i].Sessions = append(groups[i].Sessions, e)
+		}
+	}
+	return groups
+}

@@ -1,0 +1,69 @@
+package relay
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// ParseURLs turns the configured relay list into base URLs. Each element of
+// list may itself hold several URLs separated by commas. Items are trimmed,
+// empty items are dropped, trailing slashes are removed, and duplicates are
+// dropped keeping the first. Every URL must use the http scheme and name a
+// host; it may carry a path prefix (http://host:port/prefix) but no query,
+// fragment or user information, because request paths are appended to it.
+//
+// Every refused URL yields an error wrapping [ErrBadURL]; a list with no URL
+// at all yields [ErrNoURL].
+func ParseURLs(list []string) ([]string, error) {
+	var out []string
+	seen := make(map[string]bool)
+	for _, elem := range list {
+		for item := range strings.SplitSeq(elem, ",") {
+			item = strings.TrimRight(strings.TrimSpace(item), "/")
+			if item == "" {
+				continue
+			}
+			if err := checkURL(item); err != nil {
+				return nil, err
+			}
+			if !seen[item] {
+				seen[item] = true
+				out = append(out, item)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNoURL
+	}
+	return out, nil
+}
+
+// checkURL reports why raw cannot serve as a relay base URL, if it cannot.
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the URL; keep only the reason.
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return fmt.Errorf("%w %q: %v", ErrBadURL, raw, err)
+	}
+	if u.Scheme != "http" {
+		// TLS is deliberately absent: the bus is meant for loopback or a
+		// private network, and a silent downgrade from https would be
+		// worse than refusing.
+		return fmt.Errorf("%w %q: interlink speaks plain HTTP only; use an http:// URL on loopback or a private network", ErrBadURL, raw)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return fmt.Errorf("%w %q: no host", ErrBadURL, raw)
+	}
+	if u.User != nil {
+		// Failure texts quote the URL, and the bus checks no credentials.
+		return fmt.Errorf("%w %q: user information is not supported", ErrBadURL, raw)
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#") {
+		return fmt.Errorf("%w %q: a query or fragment cannot be followed by a request path", ErrBadURL, raw)
+	}
+	return nil
+}
