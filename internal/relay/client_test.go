@@ -316,3 +316,22 @@ func TestBodyLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestSendKeepsPayloadText: the payload reaches the bus as the sender wrote
+// it, without HTML escaping of <, > and &.
+func TestSendKeepsPayloadText(t *testing.T) {
+	got := make(chan []byte, 1)
+	url := startFake(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+		w.WriteHeader(http.StatusAccepted)
+	})
+	payload := []byte(`{"text":"<b>a & b</b>"}`)
+	if err := New(url, nil).Send(t.Context(), "K#s", payload); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"to":"K#s","payload":{"text":"<b>a & b</b>"}}`
+	if b := <-got; string(b) != want {
+		t.Errorf("body %s, want %s", b, want)
+	}
+}
