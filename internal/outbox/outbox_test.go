@@ -1,0 +1,163 @@
+package outbox_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
+)
+
+func TestEnqueue(t *testing.T) {
+	o := outbox.New(nil, sender, nil)
+	m := newMessage(t, "hi", testEpoch)
+	enqueue(t, o, routeTo("s1"), m)
+
+	want := outbox.Entry{
+		MsgID: m.MsgID, Peer: "bob", Route: routeTo("s1"), Text: "hi", TS: m.TS,
+		State: outbox.StatePending,
+	}
+	if diff := cmp.Diff(want, status(t, o, m.MsgID)); diff != "" {
+		t.Errorf("entry (-want +got):\n%s", diff)
+	}
+	if _, ok := o.Status("unknown"); ok {
+		t.Error("Status of an unknown msg_id reports an entry")
+	}
+
+	for _, tc := range []struct {
+		name  string
+		route string
+		m     identity.Message
+		isDup bool
+	}{
+		{"duplicate msg_id", routeTo("s2"), m, true},
+		{"empty route", "", newMessage(t, "x", testEpoch), false},
+		{"empty msg_id", routeTo("s1"), identity.Message{Text: "x"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := o.Enqueue(tc.route, "bob", tc.m)
+			if err == nil {
+				t.Fatal("Enqueue succeeded")
+			}
+			if got := errors.Is(err, outbox.ErrDuplicate); got != tc.isDup {
+				t.Errorf("errors.Is(%v, ErrDuplicate) = %v, want %v", err, got, tc.isDup)
+			}
+		})
+	}
+	if p := o.Pending(); len(p) != 1 {
+		t.Errorf("Pending() holds %d entries after refused enqueues, want 1", len(p))
+	}
+}
+
+func TestLog(t *testing.T) {
+	o := outbox.New(nil, sender, nil)
+	msg := func(id string, ts int64) identity.Message {
+		return identity.Message{MsgID: id, Text: id, TS: uint64(ts)}
+	}
+	// Queued out of timestamp order; two share a timestamp.
+	for _, q := range []struct {
+		peer string
+		m    identity.Message
+	}{
+		{"bob", msg("b3", 30)},
+		{"bob", msg("b1", 10)},
+		{"alice", msg("a1", 15)},
+		{"bob", msg("b2z", 20)},
+		{"bob", msg("b2a", 20)},
+		{"self", msg("s1", 5)},
+	} {
+		if err := o.Enqueue(routeTo("s1"), q.peer, q.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		peer  string
+		limit int
+		want  []string
+	}{
+		{"bob", 0, []string{"b1", "b2a", "b2z", "b3"}},
+		{"bob", 2, []string{"b2z", "b3"}},
+		{"bob", 100, []string{"b1", "b2a", "b2z", "b3"}},
+		{"alice", 20, []string{"a1"}},
+		{"self", 20, []string{"s1"}},
+		{"carol", 20, nil},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.peer, tc.limit), func(t *testing.T) {
+			var got []string
+			for _, e := range o.Log(tc.peer, tc.limit) {
+				got = append(got, e.MsgID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("Log(%q, %d) = %v, want %v", tc.peer, tc.limit, got, tc.want)
+			}
+		})
+	}
+
+	var pending []string
+	for _, e := range o.Pending() {
+		pending = append(pending, e.MsgID)
+	}
+	if want := []string{"b3", "b1", "a1", "b2z", "b2a", "s1"}; !slices.Equal(pending, want) {
+		t.Errorf("Pending() = %v, want queue order %v", pending, want)
+	}
+}
+
+// The log keeps MaxFinished finished entries, evicting the one that
+// finished first, and never evicts a pending one.
+func TestLogBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newFake("http://r1")
+		stuckRoute := routeTo("stuck")
+		r.setReply(func(route string, _ identity.Message) error {
+			if route == stuckRoute {
+				return statusErr(503)
+			}
+			return nil
+		})
+		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		ts := identity.Millis(time.Now())
+		stuck := identity.Message{MsgID: "stuck", Text: "s", TS: ts}
+		if err := o.Enqueue(stuckRoute, "bob", stuck); err != nil {
+			t.Fatal(err)
+		}
+		const extra = 10
+		var ids []string
+		for i := range outbox.MaxFinished + extra {
+			m := identity.Message{MsgID: fmt.Sprintf("m%05d", i), Text: "x", TS: ts}
+			ids = append(ids, m.MsgID)
+			if err := o.Enqueue(routeTo("s1"), "bob", m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start(t, o)
+		synctest.Wait()
+
+		for i, id := range ids {
+			_, ok := o.Status(id)
+			if want := i >= extra; ok != want {
+				t.Fatalf("Status(%s) found = %v, want %v", id, ok, want)
+			}
+		}
+		wantState(t, o, "stuck", outbox.StatePending)
+		if p := o.Pending(); len(p) != 1 || p[0].MsgID != "stuck" {
+			t.Errorf("Pending() = %d entries, want only the stuck one", len(p))
+		}
+		if n := len(o.Log("bob", 0)); n != outbox.MaxFinished+1 {
+			t.Errorf("Log holds %d entries, want %d", n, outbox.MaxFinished+1)
+		}
+		// An evicted msg_id is forgotten.
+		if err := o.Enqueue(routeTo("s1"), "bob", identity.Message{MsgID: ids[0], TS: ts}); err != nil {
+			t.Errorf("Enqueue of an evicted msg_id: %v", err)
+		}
+		synctest.Wait()
+		if _, ok := o.Status(ids[extra]); ok {
+			t.Errorf("Status(%s) still found after one more message finished", ids[extra])
+		}
+	})
+}
