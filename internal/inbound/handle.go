@@ -1,0 +1,216 @@
+package inbound
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/interlink-go/interlink/internal/gate"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/route"
+)
+
+// pendingCommit is an admitted message whose local commit has not finished.
+type pendingCommit struct {
+	payload []byte // the delivery's payload, as the relay hands it back
+	d       gate.Decision
+
+	// For a pair_accept, the steps already done: the outbound request it
+	// answers was found, and the operator has been told the outcome (after
+	// which only retiring the request remains).
+	req      pairing.Request
+	found    bool
+	notified bool
+}
+
+// Handle processes one delivery from the relay and reports whether the relay
+// may forget it (ack). A nil error with ack false happens only for a delivery
+// without a message.
+//
+// In order:
+//   - a message without a payload is acknowledged;
+//   - a payload that is not a signed message is logged with reason
+//     "undecodable" and acknowledged;
+//   - loopback guard: a message from the own key whose reply_to names this
+//     very session is our own message come back, and is acknowledged
+//     silently. The check runs before verification because it needs none:
+//     the worst a forger achieves is that we drop its message;
+//   - peers.json is read again; if that fails, Handle returns the error
+//     without ack, so the message stays on the relay;
+//   - the gate decides. A rejection is logged with its reason and the
+//     sender's fingerprint, never the body, and acknowledged;
+//   - the admitted message is committed: a delivery to the mailbox (then the
+//     sticky session is updated), a knock to the pairing store (then the
+//     operator is notified), an acceptance to the peer policy and the
+//     pairing store (see the package documentation). A failed store returns
+//     the error without ack; when the relay hands the same payload back,
+//     Handle resumes the commit without asking the gate again.
+func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err error) {
+	if !d.HasMessage {
+		return false, nil
+	}
+	if d.Payload == nil {
+		return true, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+
+	if p := l.pending; p != nil && bytes.Equal(p.payload, d.Payload) {
+		ack, err := l.commit(ctx, p)
+		if err == nil {
+			l.pending = nil
+		}
+		return ack, err
+	}
+	// The remembered message, if any, is no longer at the head of the
+	// queue (the relay dropped it), so there is nothing to resume.
+	l.pending = nil
+
+	m, err := identity.DecodeMessage(d.Payload)
+	if err != nil {
+		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload))
+		return true, nil
+	}
+	if l.loopback(&m) {
+		return true, nil
+	}
+	peers, err := l.cfg.Peers.Load()
+	if err != nil {
+		return false, fmt.Errorf("inbound: read peer policy: %w", err)
+	}
+	dec, err := l.cfg.Gate.Decide(&m, peers)
+	if err != nil {
+		l.log.Info("message dropped", "reason", gate.Reason(err), "sender", identity.Fingerprint(m.From),
+			"msg_id", m.MsgID, "err", err)
+		return true, nil
+	}
+	p := &pendingCommit{payload: bytes.Clone(d.Payload), d: dec}
+	ack, err = l.commit(ctx, p)
+	if err != nil {
+		l.pending = p
+	}
+	return ack, err
+}
+
+// loopback reports whether m is one of our own messages come back to the
+// session that sent it: from the own key, with a reply_to naming this
+// session.
+func (l *Loop) loopback(m *identity.Message) bool {
+	if m.From != l.cfg.Own.String() || m.ReplyTo == "" {
+		return false
+	}
+	r := route.Parse(m.ReplyTo)
+	return !r.Bare() && r.Session == l.cfg.Route.Session
+}
+
+// commit carries out the local effect of an admitted message.
+func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
+	switch p.d.Outcome {
+	case gate.Deliver:
+		return l.deliver(p)
+	case gate.Knock:
+		return l.knock(ctx, p)
+	case gate.PairAccept:
+		return l.pairAccept(ctx, p)
+	}
+	// Unreachable: the gate has no other outcome.
+	l.log.Error("message dropped", "reason", "unknown_outcome", "outcome", p.d.Outcome.String(),
+		"msg_id", p.d.Message.MsgID)
+	return true, nil
+}
+
+// deliver retains an ordinary message in the mailbox under the sender's
+// petname, then remembers the session it came from.
+func (l *Loop) deliver(p *pendingCommit) (bool, error) {
+	m := &p.d.Message
+	added, err := l.cfg.Mailbox.Retain(*m, p.d.Petname)
+	if err != nil {
+		return false, fmt.Errorf("inbound: retain %s from %s: %w", m.MsgID, p.d.Sender.Fingerprint(), err)
+	}
+	// Only a hint naming a session of the signer itself gets here (see
+	// gate.UsableReplyTo), so a tampering relay cannot point replies at
+	// anyone else.
+	if p.d.HasReplyTo() {
+		l.cfg.Sticky.Set(p.d.Sender, p.d.ReplyTo.Session)
+	}
+	l.log.Debug("message delivered", "msg_id", m.MsgID, "sender", p.d.Sender.Fingerprint(),
+		"peer", p.d.Petname, "duplicate", !added)
+	return true, nil
+}
+
+// knock stores a stranger's pairing request and tells the operator.
+func (l *Loop) knock(ctx context.Context, p *pendingCommit) (bool, error) {
+	m := &p.d.Message
+	fp := p.d.Sender.Fingerprint()
+	req, err := pairing.InboundFromKnock(p.d.Sender, m)
+	if err != nil {
+		// Without a route back to the asking session the request could
+		// never be confirmed; keeping it would only mislead the operator.
+		reason := "unusable_knock"
+		if errors.Is(err, pairing.ErrNoReplyRoute) {
+			reason = "no_reply_route"
+		}
+		l.log.Info("pairing request discarded", "reason", reason, "sender", fp, "msg_id", m.MsgID, "err", err)
+		return true, nil
+	}
+	if err := l.cfg.Pairing.Receive(req); err != nil {
+		return false, fmt.Errorf("inbound: store pairing request from %s: %w", fp, err)
+	}
+	l.log.Info("pairing request received", "sender", fp, "msg_id", m.MsgID)
+	l.notify(ctx, knockNotice(p.d.Sender, req, m.MsgID))
+	return true, nil
+}
+
+// pairAccept completes the outbound request a pairing acceptance answers.
+// Each step records its progress in p, so a retry after a failed write
+// neither adds the peer twice nor tells the operator twice.
+func (l *Loop) pairAccept(ctx context.Context, p *pendingCommit) (bool, error) {
+	m := &p.d.Message
+	sender := p.d.Sender
+	fp := sender.Fingerprint()
+	if !p.found {
+		req, ok, err := l.cfg.Pairing.PendingAccept(sender.String(), m.InReplyTo)
+		if err != nil {
+			return false, fmt.Errorf("inbound: look up pairing request to %s: %w", fp, err)
+		}
+		if !ok {
+			// The gate passes acceptances from anyone; only one that
+			// answers a request this session sent may change anything.
+			l.log.Info("pairing acceptance ignored", "reason", "unsolicited", "sender", fp, "msg_id", m.MsgID)
+			return true, nil
+		}
+		p.req, p.found = req, true
+	}
+	if !p.notified {
+		petname, err := l.cfg.Peers.AddForPairing(p.req.Name, sender)
+		switch {
+		case err == nil:
+			l.log.Info("paired", "sender", fp, "peer", petname, "msg_id", m.MsgID)
+			l.notify(ctx, pairedNotice(sender, petname, m.MsgID))
+		case errors.Is(err, policy.ErrConflict),
+			errors.Is(err, policy.ErrInvalidName),
+			errors.Is(err, policy.ErrReservedName):
+			// Retrying cannot help: only the operator can free or pick a
+			// name. Nothing was changed.
+			l.log.Warn("pairing could not complete", "sender", fp, "msg_id", m.MsgID, "err", err)
+			l.notify(ctx, conflictNotice(sender, p.req.Name, err, m.MsgID))
+		default:
+			return false, fmt.Errorf("inbound: add peer %s: %w", fp, err)
+		}
+		p.notified = true
+	}
+	if err := l.cfg.Pairing.Complete(p.req.Key, p.req.RequestID); err != nil {
+		return false, fmt.Errorf("inbound: retire pairing request to %s: %w", fp, err)
+	}
+	return true, nil
+}
+
+// notify hands n to the host.
+func (l *Loop) notify(ctx context.Context, n Notice) {
+	l.log.DebugContext(ctx, "pairing notice", "kind", n.Kind, "msg_id", n.MsgID)
+	l.cfg.Notify(n)
+}

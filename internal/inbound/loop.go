@@ -1,0 +1,157 @@
+package inbound
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/gate"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/route"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultPollWait is how long one long-poll waits for a message.
+	DefaultPollWait = 25 * time.Second
+	// DefaultRetryDelay is the pause after a failed poll or a failed local
+	// commit before the relay is asked again.
+	DefaultRetryDelay = 2 * time.Second
+)
+
+// Config holds what a [Loop] works with. Relay, Gate, Peers, Mailbox,
+// Pairing and Sticky must be set; the rest have defaults.
+type Config struct {
+	// Relay is the one relay this loop polls.
+	Relay *relay.Client
+	// Route is the own route, key#session, whose queue is polled.
+	Route route.Route
+	// Own is the own identity's key.
+	Own identity.PublicKey
+	// Gate makes the trust decisions. One gate serves every relay loop of
+	// the process, so its replay set sees what each of them admitted.
+	Gate *gate.Gate
+	// Peers is peers.json; it is read again for every message.
+	Peers *policy.Store
+	// Mailbox receives the delivered messages.
+	Mailbox *mailbox.Mailbox
+	// Pairing holds this session's pairing state.
+	Pairing *pairing.Store
+	// Sticky is the reply stickiness shared by every relay loop.
+	Sticky *Sticky
+	// Notify hands a pairing notice to the host. It must not block for
+	// long: the relay is acknowledged after it returns. Nil drops notices.
+	Notify func(n Notice)
+	// Logger receives events; nil discards them.
+	Logger *slog.Logger
+	// PollWait is how long one long-poll waits; zero means
+	// [DefaultPollWait].
+	PollWait time.Duration
+	// RetryDelay is the pause after a failure; zero means
+	// [DefaultRetryDelay].
+	RetryDelay time.Duration
+}
+
+// Loop moves messages from one relay into the local stores. Create it with
+// [New]. Run it at most once at a time; [Loop.Handle] may be called on its
+// own, for instance in tests.
+type Loop struct {
+	cfg Config // fixed at creation, defaults filled in
+	log *slog.Logger
+
+	// mu serializes Handle, and with it guards pending. It is held across
+	// the local commit (file I/O) on purpose: two steps for the same relay
+	// must not interleave. Nothing else takes it.
+	mu sync.Mutex
+	// pending is the admitted message whose commit failed, or nil; guarded
+	// by mu. See the package documentation.
+	pending *pendingCommit
+}
+
+// New returns a loop for cfg.
+func New(cfg Config) *Loop {
+	cfg.PollWait = cmp.Or(cfg.PollWait, DefaultPollWait)
+	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, DefaultRetryDelay)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Notify == nil {
+		cfg.Notify = func(Notice) {}
+	}
+	return &Loop{
+		cfg: cfg,
+		log: cfg.Logger.With("relay", cfg.Relay.URL(), "session", cfg.Route.Session),
+	}
+}
+
+// Run polls the relay until ctx ends, then returns nil.
+//
+// Each round long-polls the own route for up to [Config.PollWait]. A failed
+// poll (the relay is down or answered with an error) is logged only when the
+// relay goes from reachable to unreachable, and is retried after
+// [Config.RetryDelay]. A message is passed to [Loop.Handle]; when it says so,
+// the message is acknowledged, and a failed acknowledgement is only logged:
+// the relay hands the message back and the replay checks drop it. When Handle
+// fails, Run waits RetryDelay and polls again, and the relay hands back the
+// same message.
+func (l *Loop) Run(ctx context.Context) error {
+	own := l.cfg.Route.String()
+	online := true
+	lastErr := ""
+	for ctx.Err() == nil {
+		d, err := l.cfg.Relay.Recv(ctx, own, l.cfg.PollWait)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if online {
+				l.log.Warn("relay unreachable", "err", err)
+				online = false
+			}
+			l.sleep(ctx)
+			continue
+		}
+		if !online {
+			l.log.Info("relay reachable again")
+			online = true
+		}
+		if !d.HasMessage {
+			continue
+		}
+		ack, err := l.Handle(ctx, d)
+		if err != nil {
+			// The same failure repeats every RetryDelay while, say, the
+			// mailbox stays full; say it once.
+			level := slog.LevelDebug
+			if msg := err.Error(); msg != lastErr {
+				level, lastErr = slog.LevelWarn, msg
+			}
+			l.log.Log(ctx, level, "message kept on the relay; will retry", "err", err)
+			l.sleep(ctx)
+			continue
+		}
+		lastErr = ""
+		if ack {
+			if err := l.cfg.Relay.Ack(ctx, own, d.Ack); err != nil && ctx.Err() == nil {
+				l.log.Warn("ack failed", "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// sleep waits RetryDelay or until ctx ends.
+func (l *Loop) sleep(ctx context.Context) {
+	t := time.NewTimer(l.cfg.RetryDelay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
