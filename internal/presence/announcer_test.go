@@ -1,0 +1,132 @@
+package presence
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
+)
+
+var testInfo = identity.SessionInfo{SessionID: "s1", Cwd: "/src/interlink/cmd", GitRoot: "interlink"}
+
+func TestRunAnnouncesAtOnce(t *testing.T) {
+	b1, b2 := startBus(t), startBus(t)
+	s := signer(t, 1)
+	// A dead relay must not hold up the others.
+	dead := relay.New(closedURL(t), nil)
+	a := New([]*relay.Client{dead, b1.client, b2.client}, s, "alpha", testInfo, &Options{Every: time.Hour})
+	start(t, a)
+
+	for i, b := range []*testBus{b1, b2} {
+		waitFor(t, "the first announcement", func() bool { return len(entries(t, b.client)) == 1 })
+		e := entries(t, b.client)[0]
+		if e.Key != s.Public() || e.Name != "alpha" || e.Session != testInfo {
+			t.Errorf("relay %d entry = %+v, want alpha with %+v", i, e, testInfo)
+		}
+	}
+	if got := a.Info(); got != testInfo {
+		t.Errorf("Info = %+v, want %+v", got, testInfo)
+	}
+}
+
+func TestRunRepeats(t *testing.T) {
+	b := startBus(t)
+	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: 20 * time.Millisecond})
+	stop := start(t, a)
+	waitFor(t, "three announcements", func() bool { return b.announces.Load() >= 3 })
+	stop()
+}
+
+func TestSetSummary(t *testing.T) {
+	b := startBus(t)
+	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
+	start(t, a)
+	waitFor(t, "the first announcement", func() bool { return b.announces.Load() == 1 })
+
+	if err := a.SetSummary("  fixing the parser \n"); err != nil {
+		t.Fatalf("SetSummary: %v", err)
+	}
+	if got := a.Info().Summary; got != "fixing the parser" {
+		t.Errorf("Info().Summary = %q, want the trimmed summary", got)
+	}
+	// With an hour between heartbeats, only SetSummary can cause this.
+	waitFor(t, "the new summary on the roster", func() bool {
+		e := entries(t, b.client)
+		return len(e) == 1 && e[0].Session.Summary == "fixing the parser"
+	})
+	if n := b.announces.Load(); n != 2 {
+		t.Errorf("announcements = %d, want 2", n)
+	}
+}
+
+func TestSetSummaryLimit(t *testing.T) {
+	a := New(nil, signer(t, 1), "alpha", testInfo, nil)
+	// Multi-byte characters: the limit counts characters, not bytes.
+	ok := strings.Repeat("é", SummaryLimit)
+	if err := a.SetSummary(" " + ok + " "); err != nil {
+		t.Fatalf("SetSummary(%d characters): %v", SummaryLimit, err)
+	}
+	err := a.SetSummary(ok + "x")
+	if !errors.Is(err, ErrSummaryTooLong) || !strings.Contains(err.Error(), "200") {
+		t.Errorf("SetSummary(%d characters) = %v, want ErrSummaryTooLong naming the limit", SummaryLimit+1, err)
+	}
+	if got := a.Info().Summary; got != ok {
+		t.Errorf("a refused summary replaced the old one: %q", got)
+	}
+}
+
+func TestSetSummaryBeforeRun(t *testing.T) {
+	b := startBus(t)
+	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
+	if err := a.SetSummary("early"); err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	waitFor(t, "the first announcement", func() bool { return b.announces.Load() == 1 })
+	if e := entries(t, b.client); len(e) != 1 || e[0].Session.Summary != "early" {
+		t.Errorf("roster = %+v, want the summary set before Run", e)
+	}
+}
+
+func TestUnregisterAfterRun(t *testing.T) {
+	const every = 20 * time.Millisecond
+	b := startBus(t)
+	dead := relay.New(closedURL(t), nil)
+	a := New([]*relay.Client{b.client, dead}, signer(t, 1), "alpha", testInfo, &Options{Every: every})
+	stop := start(t, a)
+	waitFor(t, "two announcements", func() bool { return b.announces.Load() >= 2 })
+	stop()
+
+	a.Unregister(t.Context())
+	if e := entries(t, b.client); len(e) != 0 {
+		t.Fatalf("roster after Unregister = %+v, want empty", e)
+	}
+	n := b.announces.Load()
+	time.Sleep(5 * every)
+	if e := entries(t, b.client); len(e) != 0 {
+		t.Errorf("roster %v after Unregister = %+v, want empty", 5*every, e)
+	}
+	if m := b.announces.Load(); m != n {
+		t.Errorf("%d announcements after Run returned", m-n)
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	a := New(nil, signer(t, 1), "alpha", testInfo, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}

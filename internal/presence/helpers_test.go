@@ -1,0 +1,107 @@
+package presence
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// testBus is a real in-memory bus on loopback that counts announcements.
+type testBus struct {
+	client    *relay.Client
+	announces atomic.Int64
+}
+
+// startBus serves a bus on 127.0.0.1 for the length of the test.
+func startBus(tb testing.TB) *testBus {
+	tb.Helper()
+	st := store.NewMemory(nil)
+	srv := bus.New(st, nil)
+	b := &testBus{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/announce" {
+			b.announces.Add(1)
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	tb.Cleanup(func() { _ = st.Close() })
+	tb.Cleanup(ts.Close)
+	tb.Cleanup(srv.Shutdown)
+	b.client = relay.New(ts.URL, nil)
+	return b
+}
+
+// closedURL returns the URL of a loopback port nobody listens on.
+func closedURL(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return url
+}
+
+// signer returns a deterministic signer whose seed is 32 copies of b.
+func signer(tb testing.TB, b byte) *identity.Signer {
+	tb.Helper()
+	s, err := identity.NewSigner(bytes.Repeat([]byte{b}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// timeout.
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// start runs a.Run until the returned stop function is called or the test
+// ends; stop waits for Run to return.
+func start(tb testing.TB, a *Announcer) (stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Run(ctx)
+	}()
+	stop = func() {
+		cancel()
+		<-done
+	}
+	tb.Cleanup(stop)
+	return stop
+}
+
+// entries returns the verified roster entries of the given relays.
+func entries(tb testing.TB, clients ...*relay.Client) []relay.Entry {
+	tb.Helper()
+	r := relay.FetchRoster(context.Background(), clients)
+	if len(r.Failures) != 0 {
+		tb.Fatalf("roster failures: %v", r.Failures)
+	}
+	return r.Entries
+}
