@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
@@ -23,25 +22,16 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
-	"github.com/interlink-go/interlink/internal/store"
 )
-
-// testEpoch is where the fake clocks start.
-var testEpoch = time.UnixMilli(1_700_000_000_000)
 
 // mySession is the session of the identity under test.
 const mySession = "me-1"
 
 // clock is a wall clock that moves only when told to.
-type clock struct{ ms atomic.Int64 }
+type clock struct{ *bustest.Clock }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(testEpoch.UnixMilli())
-	return c
-}
-
-func (c *clock) now() time.Time { return time.UnixMilli(c.ms.Load()) }
+func newClock() *clock          { return &clock{bustest.NewClock()} }
+func (c *clock) now() time.Time { return c.Now() }
 
 // newSigner returns a deterministic signer whose seed is 32 copies of b.
 func newSigner(tb testing.TB, b byte) *identity.Signer {
@@ -231,13 +221,7 @@ func (f *fixture) wantLog(tb testing.TB, parts ...string) {
 // startBus serves a real in-memory bus on loopback and returns its URL.
 func startBus(tb testing.TB) string {
 	tb.Helper()
-	st := store.NewMemory(nil)
-	srv := bus.New(st, nil)
-	ts := httptest.NewServer(srv)
-	tb.Cleanup(func() { _ = st.Close() })
-	tb.Cleanup(ts.Close)
-	tb.Cleanup(srv.Shutdown) // runs first, ending parked long-polls
-	return ts.URL
+	return bustest.Start(tb, nil)
 }
 
 // start runs l until the returned stop function is called or the test ends;

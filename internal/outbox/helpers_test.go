@@ -9,25 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/relay"
 )
 
 // testEpoch is where the fake clocks start.
-var testEpoch = time.UnixMilli(1_700_000_000_000)
+var testEpoch = bustest.Epoch
 
 // clock is a wall clock that moves only when told to.
-type clock struct{ ms atomic.Int64 }
+type clock struct{ *bustest.Clock }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(testEpoch.UnixMilli())
-	return c
-}
-
-func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+func newClock() *clock                   { return &clock{bustest.NewClock()} }
+func (c *clock) now() time.Time          { return c.Now() }
+func (c *clock) advance(d time.Duration) { c.Advance(d) }
 
 // newSigner returns a deterministic signer whose seed is 32 copies of b.
 func newSigner(b byte) *identity.Signer {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,23 +12,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/relay"
-	"github.com/interlink-go/interlink/internal/store"
 )
 
 // A message goes through a real bus unchanged and is then bus_accepted.
 func TestDeliverEndToEnd(t *testing.T) {
-	st := store.NewMemory(nil)
-	srv := bus.New(st, nil)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { _ = st.Close() })
-	t.Cleanup(ts.Close)
-	t.Cleanup(srv.Shutdown)
-
-	c := relay.New(ts.URL, nil)
+	url := bustest.Start(t, nil)
+	c := relay.New(url, nil)
 	o := outbox.New([]outbox.Sender{c}, sender, nil)
 	start(t, o)
 	m := newMessage(t, "hello \u00e9 <b>", time.Now())
@@ -74,7 +66,7 @@ func TestDeliverEndToEnd(t *testing.T) {
 	e := wantState(t, o, m.MsgID, outbox.StateBusAccepted)
 	wantEntry := outbox.Entry{
 		MsgID: m.MsgID, Peer: "bob", Route: routeTo("s1"), Text: m.Text, TS: m.TS,
-		State: outbox.StateBusAccepted, Attempts: 1, AcceptedBy: []string{ts.URL},
+		State: outbox.StateBusAccepted, Attempts: 1, AcceptedBy: []string{url},
 	}
 	if diff := cmp.Diff(wantEntry, e); diff != "" {
 		t.Errorf("entry (-want +got):\n%s", diff)

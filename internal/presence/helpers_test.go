@@ -5,15 +5,13 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
-	"github.com/interlink-go/interlink/internal/store"
 )
 
 // testBus is a real in-memory bus on loopback that counts announcements.
@@ -25,19 +23,16 @@ type testBus struct {
 // startBus serves a bus on 127.0.0.1 for the length of the test.
 func startBus(tb testing.TB) *testBus {
 	tb.Helper()
-	st := store.NewMemory(nil)
-	srv := bus.New(st, nil)
 	b := &testBus{}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/announce" {
-			b.announces.Add(1)
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	tb.Cleanup(func() { _ = st.Close() })
-	tb.Cleanup(ts.Close)
-	tb.Cleanup(srv.Shutdown)
-	b.client = relay.New(ts.URL, nil)
+	url := bustest.Start(tb, &bustest.Options{Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/announce" {
+				b.announces.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	b.client = relay.New(url, nil)
 	return b
 }
 

@@ -5,29 +5,22 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/store"
 )
 
 // testEpoch is where the fake clocks start.
-var testEpoch = time.UnixMilli(1_700_000_000_000)
+var testEpoch = bustest.Epoch
 
 // clock is a wall clock that moves only when told to.
-type clock struct{ ms atomic.Int64 }
+type clock struct{ *bustest.Clock }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(testEpoch.UnixMilli())
-	return c
-}
-
-func (c *clock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+func newClock() *clock                   { return &clock{bustest.NewClock()} }
+func (c *clock) now() time.Time          { return c.Now() }
+func (c *clock) advance(d time.Duration) { c.Advance(d) }
 
 // startBus serves a real in-memory bus on loopback and returns its URL and
 // clock.
@@ -41,17 +34,7 @@ func startBus(tb testing.TB) (string, *clock) {
 func startBusWith(tb testing.TB, wrap func(http.Handler) http.Handler) (string, *clock) {
 	tb.Helper()
 	clk := newClock()
-	st := store.NewMemory(nil)
-	srv := bus.New(st, &bus.Options{Now: clk.now})
-	var h http.Handler = srv
-	if wrap != nil {
-		h = wrap(srv)
-	}
-	ts := httptest.NewServer(h)
-	tb.Cleanup(func() { _ = st.Close() })
-	tb.Cleanup(ts.Close)
-	tb.Cleanup(srv.Shutdown) // runs first, ending parked long-polls
-	return ts.URL, clk
+	return bustest.Start(tb, &bustest.Options{Now: clk.now, Wrap: wrap}), clk
 }
 
 // startFake serves h on loopback and returns its URL.
