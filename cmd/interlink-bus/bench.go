@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/loadgen"
 )
 
@@ -145,7 +146,7 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 		}
 		cfg.QueueCap = n
 	}
-	level, err := parseLogLevel(logLevel)
+	level, err := cmdline.ParseLogLevel(logLevel)
 	if err != nil {
 		return usageErr(fmt.Sprintf("--log-level %q: %v", logLevel, err))
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -187,7 +188,7 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	}
 
 	value, source = c.setting(logLevel, "--log-level", "INTERLINK_LOG_LEVEL", defaultLogLevel)
-	if cfg.logLevel, err = parseLogLevel(value); err != nil {
+	if cfg.logLevel, err = cmdline.ParseLogLevel(value); err != nil {
 		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
 	}
 	return cfg, exitOK, true
@@ -220,21 +221,6 @@ func parseQueueCap(s string) (int, error) {
 		return 0, fmt.Errorf("at most %d", math.MaxInt32)
 	}
 	return max(int(n), 1), nil
-}
-
-// parseLogLevel parses one of the four level names, in any case.
-func parseLogLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info":
-		return slog.LevelInfo, nil
-	case "warn":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, errors.New("want debug, info, warn or error")
 }
 
 // freshConns tracks the server's connections that have not started a

@@ -72,9 +72,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return c.run(ctx, args, stdin)
 }
 
-func (c *cli) run(_ context.Context, args []string, _ io.Reader) int {
+func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 	if len(args) == 0 {
-		return c.fail(exitUsage, "the MCP stdio server is not available in this build", helpHint)
+		return c.serve(ctx, args, stdin)
 	}
 	name, rest := args[0], args[1:]
 	switch {
@@ -93,7 +93,7 @@ func (c *cli) run(_ context.Context, args []string, _ io.Reader) int {
 		return c.fail(exitError, fmt.Sprintf("the %s command is not available in this build", name), helpHint)
 	case len(name) > 0 && name[0] == '-':
 		// Flags before any command configure the MCP stdio server.
-		return c.fail(exitUsage, "the MCP stdio server is not available in this build", helpHint)
+		return c.serve(ctx, args, stdin)
 	default:
 		return c.fail(exitUsage, fmt.Sprintf("unknown command %q", name), helpHint)
 	}

@@ -10,10 +10,13 @@ package cmdline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -60,4 +63,20 @@ func Setting(getenv func(string) string, flagValue, flagName, envName, def strin
 		return v, envName
 	}
 	return def, flagName
+}
+
+// ParseLogLevel parses one of the level names debug, info, warn and error,
+// in any case.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, errors.New("want debug, info, warn or error")
 }

@@ -73,6 +73,7 @@ func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err erro
 	m, err := identity.DecodeMessage(d.Payload)
 	if err != nil {
 		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload))
+		l.cfg.Dropped(&identity.Message{}, "undecodable")
 		return true, nil
 	}
 	if l.loopback(&m) {
@@ -86,6 +87,7 @@ func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err erro
 	if err != nil {
 		l.log.Info("message dropped", "reason", gate.Reason(err), "sender", identity.Fingerprint(m.From),
 			"msg_id", m.MsgID, "err", err)
+		l.cfg.Dropped(&m, gate.Reason(err))
 		return true, nil
 	}
 	p := &pendingCommit{payload: bytes.Clone(d.Payload), d: dec}
@@ -139,6 +141,9 @@ func (l *Loop) deliver(p *pendingCommit) (bool, error) {
 	}
 	l.log.Debug("message delivered", "msg_id", m.MsgID, "sender", p.d.Sender.Fingerprint(),
 		"peer", p.d.Petname, "duplicate", !added)
+	if added {
+		l.cfg.Delivered(&p.d)
+	}
 	return true, nil
 }
 

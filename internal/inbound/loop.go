@@ -48,6 +48,14 @@ type Config struct {
 	// Notify hands a pairing notice to the host. It must not block for
 	// long: the relay is acknowledged after it returns. Nil drops notices.
 	Notify func(n Notice)
+	// Delivered, if set, is called after a message was newly committed to
+	// the mailbox (not for a duplicate), with the gate's decision. It runs
+	// before the relay is acknowledged and must not block for long.
+	Delivered func(d *gate.Decision)
+	// Dropped, if set, is called for every message the gate rejects, with
+	// the reason as logged (see [gate.Reason]), and for payloads that are
+	// not messages, with reason "undecodable" and a zero message.
+	Dropped func(m *identity.Message, reason string)
 	// Logger receives events; nil discards them.
 	Logger *slog.Logger
 	// PollWait is how long one long-poll waits; zero means
@@ -83,6 +91,12 @@ func New(cfg Config) *Loop {
 	}
 	if cfg.Notify == nil {
 		cfg.Notify = func(Notice) {}
+	}
+	if cfg.Delivered == nil {
+		cfg.Delivered = func(*gate.Decision) {}
+	}
+	if cfg.Dropped == nil {
+		cfg.Dropped = func(*identity.Message, string) {}
 	}
 	return &Loop{
 		cfg: cfg,

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/cmdline"
+	"github.com/interlink-go/interlink/internal/paths"
+)
+
+// defaultURL is the relay used when neither --url nor INTERLINK_URL is set.
+const defaultURL = "http://127.0.0.1:9440"
+
+const serveUsage = `Usage: interlink-mcp [options]
+
+Runs the MCP server of one host session on stdin and stdout. stdout carries
+JSON-RPC only; logs go to stderr. The server stops when stdin closes, or on
+SIGINT or SIGTERM, after taking the session off the relays' rosters.
+
+Options:
+    --key PATH         secret key file. Env INTERLINK_KEY; default
+                       ~/.config/interlink/id.key
+    --peers PATH       peer policy; the file must exist. Env INTERLINK_PEERS;
+                       default ~/.config/interlink/peers.json
+    --url URL[,URL]    relay base URLs, http:// only; repeat the flag or
+                       separate with commas. Env INTERLINK_URL; default
+                       http://127.0.0.1:9440
+    --name NAME        name claimed on the roster. Env INTERLINK_NAME;
+                       default the key's fingerprint
+    --session ID       session id. Env INTERLINK_SESSION, then
+                       CLAUDE_CODE_SESSION_ID; default a random id
+    --state-dir DIR    state root (mailbox, pairing, task markers). Env
+                       INTERLINK_STATE_DIR; default $XDG_STATE_HOME/interlink,
+                       else ~/.local/state/interlink
+    --host HOST        claude (the only host of this build). Env
+                       INTERLINK_HOST
+    --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
+                       default info
+    --db PATH          accepted for compatibility and ignored. Env
+                       INTERLINK_AGENT_DB
+    -h, --help         show this help
+
+A flag wins over its environment variable; a variable set to the empty
+string counts as unset.
+`
+
+// urlList is a repeatable flag of comma-separated URLs.
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+
+func (u *urlList) Set(s string) error {
+	*u = append(*u, s)
+	return nil
+}
+
+// serve runs the MCP server until stdin closes or ctx ends.
+func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
+	fset := flag.NewFlagSet(progName, flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	var key, peers, name, session, stateDir, host, logLevel, db string
+	var urls urlList
+	fset.StringVar(&key, "key", "", "")
+	fset.StringVar(&peers, "peers", "", "")
+	fset.Var(&urls, "url", "")
+	fset.StringVar(&name, "name", "", "")
+	fset.StringVar(&session, "session", "", "")
+	fset.StringVar(&stateDir, "state-dir", "", "")
+	fset.StringVar(&host, "host", "", "")
+	fset.StringVar(&logLevel, "log-level", "", "")
+	fset.StringVar(&db, "db", "", "")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, serveUsage)
+			return exitOK
+		}
+		return c.fail(exitUsage, err.Error(), helpHint)
+	}
+	if fset.NArg() > 0 {
+		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", fset.Arg(0)), helpHint)
+	}
+
+	value, source := c.setting(logLevel, "--log-level", "INTERLINK_LOG_LEVEL", "info")
+	level, err := cmdline.ParseLogLevel(value)
+	if err != nil {
+		return c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint)
+	}
+	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := agent.Config{Logger: log}
+	value, source = c.setting(host, "--host", "INTERLINK_HOST", string(agent.HostClaude))
+	cfg.Host = agent.Host(value)
+	if cfg.Host != agent.HostClaude {
+		return c.fail(exitUsage, fmt.Sprintf("%s %q: this build supports only the claude host", source, value), helpHint)
+	}
+	if cfg.KeyPath, err = c.configPath(key, "--key", "INTERLINK_KEY", "id.key"); err != nil {
+		return c.fail(exitError, err.Error())
+	}
+	if cfg.PeersPath, err = c.configPath(peers, "--peers", "INTERLINK_PEERS", "peers.json"); err != nil {
+		return c.fail(exitError, err.Error())
+	}
+	if len(urls) > 0 {
+		cfg.URLs = urls
+	} else {
+		v, _ := c.setting("", "--url", "INTERLINK_URL", defaultURL)
+		cfg.URLs = []string{v}
+	}
+	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
+	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
+	if cfg.Session, err = agent.ResolveSession(explicit, c.getenv("CLAUDE_CODE_SESSION_ID")); err != nil {
+		return c.fail(exitError, fmt.Sprintf("session id: %v", err),
+			"a session id may not be empty, '.' or '..', longer than 128 bytes, or hold / \\ : NUL or control characters")
+	}
+	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
+	if cfg.StateRoot, err = paths.StateRoot(c.getenv, explicitState); err != nil {
+		return c.fail(exitError, fmt.Sprintf("state folder: %v", err), "set --state-dir or INTERLINK_STATE_DIR")
+	}
+	if v, src := c.setting(db, "--db", "INTERLINK_AGENT_DB", ""); v != "" {
+		log.Warn("the agent keeps no database; ignoring "+src, "path", v)
+	}
+	if cfg.Cwd, err = os.Getwd(); err != nil {
+		log.Warn("working folder unknown", "err", err)
+	}
+
+	a, err := agent.New(cfg)
+	if err != nil {
+		return c.fail(exitError, err.Error())
+	}
+	log.Info("interlink-mcp starting", "session", a.Session(), "route", a.Route().String(),
+		"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot)
+	if err := a.Serve(ctx, stdin, c.stdout); err != nil {
+		return c.fail(exitError, fmt.Sprintf("serving MCP: %v", err))
+	}
+	log.Info("interlink-mcp stopped", "session", a.Session())
+	return exitOK
+}
+
+// configPath resolves a file option whose default lies in
+// ~/.config/interlink.
+func (c *cli) configPath(flagValue, flagName, envName, file string) (string, error) {
+	if v, _ := c.setting(flagValue, flagName, envName, ""); v != "" {
+		return v, nil
+	}
+	p, err := paths.ConfigFile(c.getenv, file)
+	if err != nil {
+		return "", fmt.Errorf("no %s given and no home folder for the default: set %s or %s", file, flagName, envName)
+	}
+	return p, nil
+}
+
+// setting resolves one option from a flag, the environment and a default.
+func (c *cli) setting(flagValue, flagName, envName, def string) (value, source string) {
+	return cmdline.Setting(c.getenv, flagValue, flagName, envName, def)
+}

@@ -1,0 +1,349 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/gate"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/inbound"
+	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/presence"
+	"github.com/interlink-go/interlink/internal/progress"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/route"
+)
+
+// ServerName is the name the MCP server reports in initialize.
+const ServerName = "interlink-mcp"
+
+// Host names the host application the server runs under.
+type Host string
+
+// Hosts.
+const (
+	HostClaude Host = "claude"
+	HostCodex  Host = "codex"
+)
+
+// Config is what [New] needs. Paths and values are already resolved from
+// flags and environment; see the cmd/interlink-mcp documentation.
+type Config struct {
+	// KeyPath is the secret key file.
+	KeyPath string
+	// PeersPath is peers.json; the file must exist.
+	PeersPath string
+	// URLs are the relay base URLs, as given (they are checked here).
+	URLs []string
+	// Name is the name this session claims on the roster; blank means the
+	// key's fingerprint.
+	Name string
+	// Session is the session id; it must pass route.ValidateSession. Use
+	// [ResolveSession] to pick it.
+	Session string
+	// StateRoot holds the mailbox, pairing and task files.
+	StateRoot string
+	// Cwd is the working directory announced on the roster.
+	Cwd string
+	// Host is the host application; empty means [HostClaude].
+	Host Host
+	// Sink receives inbox notices and pairing notices. Nil means notices are
+	// not sent: messages wait in the mailbox until the model looks.
+	Sink delivery.Sink
+	// Logger receives the log; nil discards it.
+	Logger *slog.Logger
+	// Dropped, if set, is told about every inbound message the trust gate
+	// rejects, with the reason.
+	Dropped func(m *identity.Message, reason string)
+	// Timing overrides intervals; the zero value means the defaults.
+	Timing Timing
+}
+
+// Timing holds the intervals of the background workers. Zero fields mean
+// the defaults; tests shorten them.
+type Timing struct {
+	Announce   time.Duration // presence announcements, default 30 s
+	Retry      time.Duration // outbox retry, default 5 s
+	PollWait   time.Duration // one long-poll, default 25 s
+	RetryDelay time.Duration // after a failed poll or commit, default 2 s
+	Notify     time.Duration // notification loop tick, default 1 s
+	LockRetry  time.Duration // notifier lock and state retries, default 2 s
+	Now        func() time.Time
+	HTTPClient *http.Client // nil means the relay package's default
+}
+
+// Agent is one session's interlink agent: its MCP server, stores and
+// background workers. Create it with [New], run it with [Agent.Serve] or
+// [Agent.Start] and [Agent.Stop].
+type Agent struct {
+	cfg     Config
+	log     *slog.Logger
+	now     func() time.Time
+	signer  *identity.Signer
+	own     identity.PublicKey
+	session string
+	route   route.Route
+	name    string
+
+	peers     *policy.Store
+	relays    []*relay.Client
+	mailbox   *mailbox.Mailbox
+	pairing   *pairing.Store
+	gate      *gate.Gate
+	sticky    *inbound.Sticky
+	outbox    *outbox.Outbox
+	announcer *presence.Announcer
+	progress  *progress.Markers
+	mcp       *server.MCPServer
+
+	mu      sync.Mutex
+	stop    context.CancelFunc // cancels the workers; nil before Start
+	workers sync.WaitGroup
+	stopped bool
+}
+
+// ResolveSession returns the session id: explicit (the --session flag or
+// INTERLINK_SESSION) if not blank, else claude (CLAUDE_CODE_SESSION_ID) if not
+// blank, else a new random id of 8 hex digits. Values are trimmed. The id
+// becomes part of file names, so it must pass route.ValidateSession.
+func ResolveSession(explicit, claude string) (string, error) {
+	for _, v := range []string{explicit, claude} {
+		if v = trim(v); v != "" {
+			if err := route.ValidateSession(v); err != nil {
+				return "", err
+			}
+			return v, nil
+		}
+	}
+	return route.NewSessionID()
+}
+
+// New opens everything the agent needs, in the order of its startup: the
+// key, the peer policy (which must parse), the relay clients, the session's
+// mailbox and pairing state. It starts nothing.
+func New(cfg Config) (*Agent, error) {
+	cfg.Host = cmp.Or(cfg.Host, HostClaude)
+	if cfg.Host != HostClaude {
+		return nil, fmt.Errorf("host %q is not supported by this build (only %q)", cfg.Host, HostClaude)
+	}
+	t := &cfg.Timing
+	t.Announce = cmp.Or(t.Announce, presence.DefaultEvery)
+	t.Retry = cmp.Or(t.Retry, outbox.DefaultRetryEvery)
+	t.PollWait = cmp.Or(t.PollWait, inbound.DefaultPollWait)
+	t.RetryDelay = cmp.Or(t.RetryDelay, inbound.DefaultRetryDelay)
+	t.Notify = cmp.Or(t.Notify, time.Second)
+	t.LockRetry = cmp.Or(t.LockRetry, 2*time.Second)
+	if t.Now == nil {
+		t.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := route.ValidateSession(cfg.Session); err != nil {
+		return nil, fmt.Errorf("session id: %w", err)
+	}
+	signer, err := identity.LoadKeyFile(cfg.KeyPath)
+	if err != nil {
+		return nil, fmt.Errorf("key file (--key / INTERLINK_KEY): %w", err)
+	}
+	peers, err := policy.Open(cfg.PeersPath)
+	if err != nil {
+		return nil, fmt.Errorf("peers file (--peers / INTERLINK_PEERS): %w", err)
+	}
+	urls, err := relay.ParseURLs(cfg.URLs)
+	if err != nil {
+		return nil, fmt.Errorf("relay URLs (--url / INTERLINK_URL): %w", err)
+	}
+	a := &Agent{
+		cfg:     cfg,
+		log:     log,
+		now:     t.Now,
+		signer:  signer,
+		own:     signer.Public(),
+		session: cfg.Session,
+		peers:   peers,
+		sticky:  inbound.NewSticky(),
+	}
+	a.route = route.New(a.own.String(), a.session)
+	a.name = cfg.Name
+	if trim(a.name) == "" {
+		a.name = a.own.Fingerprint()
+	}
+	for _, u := range urls {
+		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: a.log}))
+	}
+	if a.mailbox, err = mailbox.Open(cfg.StateRoot, a.own, a.session, &mailbox.Options{Now: t.Now, Logger: a.log}); err != nil {
+		return nil, fmt.Errorf("local state: %w", err)
+	}
+	if a.pairing, err = pairing.Open(cfg.StateRoot, a.own, a.session, &pairing.Options{Logger: a.log}); err != nil {
+		return nil, fmt.Errorf("local state: %w", err)
+	}
+	if a.progress, err = progress.Open(cfg.StateRoot, a.session, &progress.Options{Now: t.Now}); err != nil {
+		return nil, fmt.Errorf("local state: %w", err)
+	}
+	a.gate = gate.New(a.own, &gate.Options{Now: t.Now})
+	senders := make([]outbox.Sender, len(a.relays))
+	for i, r := range a.relays {
+		senders[i] = r
+	}
+	a.outbox = outbox.New(senders, signer, &outbox.Options{Now: t.Now, RetryEvery: t.Retry, Logger: a.log})
+	a.announcer = presence.New(a.relays, signer, a.name, presence.Describe(a.session, cfg.Cwd),
+		&presence.Options{Every: t.Announce, Now: t.Now, Logger: a.log})
+	a.mcp = a.newServer()
+	return a, nil
+}
+
+// Session returns the session id.
+func (a *Agent) Session() string { return a.session }
+
+// Route returns the session's own route, key#session.
+func (a *Agent) Route() route.Route { return a.route }
+
+// MCP returns the MCP server, for in-process clients.
+func (a *Agent) MCP() *server.MCPServer { return a.mcp }
+
+// Start starts the background workers: the outbox, presence, one inbound
+// loop per relay and, with a sink, the notification loop. It may be called
+// once.
+func (a *Agent) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stop != nil || a.stopped {
+		return errors.New("agent: already started")
+	}
+	ctx, a.stop = context.WithCancel(ctx)
+	a.spawn(func() {
+		if err := a.outbox.Run(ctx); err != nil {
+			a.log.Error("outbox stopped", "err", err)
+		}
+	})
+	a.spawn(func() { a.announcer.Run(ctx) })
+	for _, r := range a.relays {
+		l := inbound.New(inbound.Config{
+			Relay:      r,
+			Route:      a.route,
+			Own:        a.own,
+			Gate:       a.gate,
+			Peers:      a.peers,
+			Mailbox:    a.mailbox,
+			Pairing:    a.pairing,
+			Sticky:     a.sticky,
+			Notify:     a.pairingNotice,
+			Delivered:  a.delivered,
+			Dropped:    a.cfg.Dropped,
+			Logger:     a.log,
+			PollWait:   a.cfg.Timing.PollWait,
+			RetryDelay: a.cfg.Timing.RetryDelay,
+		})
+		a.spawn(func() { _ = l.Run(ctx) })
+	}
+	if a.cfg.Sink != nil {
+		a.spawn(func() { a.notifyLoop(ctx) })
+	}
+	return nil
+}
+
+func (a *Agent) spawn(f func()) {
+	a.workers.Add(1)
+	go func() {
+		defer a.workers.Done()
+		f()
+	}()
+}
+
+// Stop ends the session in order: it stops every worker and waits for them
+// (so no announcement can follow the unregister), takes the session off the
+// relays' rosters, and says goodbye to the sessions that last wrote to this
+// one. The last two steps are bounded in time and ignore relay errors. Stop
+// may be called more than once; later calls do nothing.
+func (a *Agent) Stop() {
+	a.mu.Lock()
+	stop, started := a.stop, a.stop != nil
+	already := a.stopped
+	a.stopped = true
+	a.mu.Unlock()
+	if already {
+		return
+	}
+	if stop != nil {
+		stop()
+	}
+	a.workers.Wait()
+	if !started {
+		return
+	}
+	ctx := context.Background()
+	a.announcer.Unregister(ctx)
+	if sticky := a.sticky.Snapshot(); len(sticky) > 0 {
+		n := a.announcer.Goodbye(ctx, sticky, a.route, presence.GoodbyeText(a.session))
+		a.log.Debug("goodbyes sent", "peers", len(sticky), "accepted", n)
+	}
+}
+
+// Serve runs the agent as an MCP server on the given streams until the
+// client closes its input or ctx ends, then stops it.
+func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	defer a.Stop()
+	s := server.NewStdioServer(a.mcp)
+	s.SetErrorLogger(slog.NewLogLogger(a.log.Handler(), slog.LevelWarn))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	err := s.Listen(ctx, in, out)
+	if err != nil && ctx.Err() != nil {
+		return nil // ended by a signal
+	}
+	return err
+}
+
+// delivered applies the progress rules to a newly committed message.
+func (a *Agent) delivered(d *gate.Decision) {
+	m := &d.Message
+	if m.TaskID == "" {
+		return
+	}
+	if err := a.progress.Inbound(m.TaskID, m.Status, d.Petname); err != nil {
+		a.log.Debug("progress marker", "err", err)
+	}
+}
+
+// pairingNotice hands a pairing notice to the host: the full-text path,
+// retried until the sink takes it, since the relay is acknowledged only
+// afterwards.
+func (a *Agent) pairingNotice(n inbound.Notice) {
+	if a.cfg.Sink == nil {
+		a.log.Info("pairing notice not shown: no host sink", "kind", n.Kind, "msg_id", n.MsgID)
+		return
+	}
+	rec := delivery.Record{Sender: n.Sender, MsgID: n.MsgID, Content: n.Text}
+	for {
+		err := a.cfg.Sink.Text(context.Background(), rec)
+		if err == nil {
+			return
+		}
+		a.log.Warn("pairing notice not delivered; will retry", "err", err)
+		a.mu.Lock()
+		stopped := a.stopped
+		a.mu.Unlock()
+		if stopped {
+			return
+		}
+		time.Sleep(a.cfg.Timing.LockRetry)
+	}
+}

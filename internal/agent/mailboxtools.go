@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/render"
+)
+
+// noUnread starts the answer of receive_messages when nothing is unread.
+const noUnread = "No unread messages. Carry on silently; no reply is needed."
+
+func (a *Agent) receiveMessages(_ context.Context, args args) (string, error) {
+	if _, err := args.str("notification_id", false); err != nil {
+		return "", err
+	}
+	limit, err := args.limit()
+	if err != nil {
+		return "", err
+	}
+	recs, err := a.mailbox.Receive(limit)
+	if err != nil {
+		return "", localState(err)
+	}
+	if len(recs) == 0 {
+		return noUnread, nil
+	}
+	lines := make([]string, len(recs))
+	for i := range recs {
+		lines[i] = render.Record(&recs[i])
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func (a *Agent) acknowledgeMessages(_ context.Context, args args) (string, error) {
+	receipts, err := args.receipts()
+	if err != nil {
+		return "", err
+	}
+	n, err := a.mailbox.Acknowledge(receipts)
+	if err != nil {
+		return "", localState(err)
+	}
+	return fmt.Sprintf("Acknowledged %d. Only messages not acknowledged before are counted; "+
+		"repeated or unknown receipts change nothing.", n), nil
+}
+
+// receipts reads the messages argument of acknowledge_messages.
+func (a args) receipts() ([]mailbox.Receipt, error) {
+	v, ok := a["messages"]
+	if !ok || v == nil {
+		return nil, invalidf("messages is required: 1 to 100 receipts")
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, invalidf("messages must be an array of receipts")
+	}
+	if len(list) < 1 || len(list) > 100 {
+		return nil, invalidf("messages must hold 1 to 100 receipts, not %d", len(list))
+	}
+	out := make([]mailbox.Receipt, len(list))
+	for i, item := range list {
+		obj, ok := item.(map[string]any)
+		if !ok {
+			return nil, invalidf("messages[%d] must be an object with sender and msg_id", i)
+		}
+		sender, ok1 := obj["sender"].(string)
+		msgID, ok2 := obj["msg_id"].(string)
+		if !ok1 || !ok2 {
+			return nil, invalidf("messages[%d] needs string fields sender and msg_id", i)
+		}
+		out[i] = mailbox.Receipt{Sender: sender, MsgID: msgID}
+	}
+	return out, nil
+}
+
+func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
+	id, err := args.str("msg_id", true)
+	if err != nil {
+		return "", err
+	}
+	recs, err := a.mailbox.Records()
+	if err != nil {
+		return "", localState(err)
+	}
+	for i := range recs {
+		if recs[i].Message.MsgID == id {
+			return render.Record(&recs[i]), nil
+		}
+	}
+	if e, ok := a.outbox.Status(id); ok {
+		s := logLine(&e) + "\nreceiver acknowledgement unknown (no remote receipt)"
+		return s, nil
+	}
+	return fmt.Sprintf("no message with msg_id %q is known locally", id), nil
+}
+
+// logLine renders an outbound log entry.
+func logLine(e *outbox.Entry) string {
+	s := fmt.Sprintf("→ %s [%s] (msg_id %s): %s", e.Peer, e.State, e.MsgID, e.Text)
+	if e.State == outbox.StateRejected && e.LastError != "" {
+		s += "\nrejected by every relay: " + e.LastError
+	}
+	return s
+}
+
+func (a *Agent) listPending(context.Context, args) (string, error) {
+	pend := a.outbox.Pending()
+	if len(pend) == 0 {
+		return "Nothing is waiting: a relay has taken every message sent.", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending:", len(pend))
+	for _, e := range pend {
+		fmt.Fprintf(&b, "\n→ %s (msg_id %s)", e.Peer, e.MsgID)
+		if e.State == outbox.StateRejected {
+			fmt.Fprintf(&b, " rejected: %s", e.LastError)
+		}
+	}
+	return b.String(), nil
+}
+
+// historyItem is one message of a conversation, either direction.
+type historyItem struct {
+	ts    uint64
+	msgID string
+	out   *outbox.Entry
+	in    *mailbox.Record
+}
+
+func (a *Agent) conversationHistory(_ context.Context, args args) (string, error) {
+	peer, err := args.str("peer", true)
+	if err != nil {
+		return "", err
+	}
+	limit, err := args.limit()
+	if err != nil {
+		return "", err
+	}
+	consume, err := args.boolean("consume", false)
+	if err != nil {
+		return "", err
+	}
+	var items []historyItem
+	for _, e := range a.outbox.Log(peer, limit) {
+		items = append(items, historyItem{ts: e.TS, msgID: e.MsgID, out: &e})
+	}
+	recs, err := a.mailbox.History(peer, 0, false)
+	if err != nil {
+		return "", localState(err)
+	}
+	for i := range recs {
+		r := &recs[i]
+		items = append(items, historyItem{ts: r.Message.TS, msgID: r.Message.MsgID, in: r})
+	}
+	slices.SortStableFunc(items, func(x, y historyItem) int {
+		return cmp.Or(cmp.Compare(x.ts, y.ts), cmp.Compare(x.msgID, y.msgID))
+	})
+	if len(items) > limit {
+		items = items[len(items)-limit:]
+	}
+	if consume {
+		var receipts []mailbox.Receipt
+		for _, it := range items {
+			if it.in != nil {
+				receipts = append(receipts, it.in.Receipt())
+			}
+		}
+		if len(receipts) > 0 {
+			if _, err := a.mailbox.Acknowledge(receipts); err != nil {
+				return "", localState(err)
+			}
+			for _, it := range items {
+				if it.in != nil {
+					it.in.State = mailbox.StateAcknowledged
+				}
+			}
+		}
+	}
+	if len(items) == 0 {
+		return fmt.Sprintf("no history with %s", peer), nil
+	}
+	lines := make([]string, 0, len(items)+1)
+	if consume {
+		lines = append(lines, "The received messages below are now acknowledged.")
+	}
+	for _, it := range items {
+		if it.out != nil {
+			lines = append(lines, logLine(it.out))
+		} else {
+			lines = append(lines, render.Record(it.in))
+		}
+	}
+	return strings.Join(lines, "\n"), nil
+}
