@@ -119,7 +119,11 @@ func (a *Agent) discover(ctx context.Context, args args) (string, error) {
 			tags = append(tags, "name shared — verify fingerprint")
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())
+		if name == "" {
+			fmt.Fprintf(&b, "(no name) (%s…)", g.Key.Fingerprint())
+		} else {
+			fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())
+		}
 		if len(tags) > 0 {
 			fmt.Fprintf(&b, "  [%s]", strings.Join(tags, ", "))
 		}

@@ -11,10 +11,16 @@ import (
 	"github.com/interlink-go/interlink/internal/relay"
 )
 
-// announce puts session on the roster of url as id, stamped by the bus now.
+// announce puts session on the roster of url as id, without a name.
 func announce(t testing.TB, url string, id *ident, session string) {
 	t.Helper()
-	a := id.signer.Announce("", identity.SessionInfo{SessionID: session}, identity.Millis(time.Now()))
+	announceAs(t, url, id, "", session)
+}
+
+// announceAs puts session on the roster of url as id, claiming name.
+func announceAs(t testing.TB, url string, id *ident, name, session string) {
+	t.Helper()
+	a := id.signer.Announce(name, identity.SessionInfo{SessionID: session}, identity.Millis(time.Now()))
 	if err := relay.New(url, nil).Announce(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,11 @@ const statuses = "update, needs_input, result, failed, canceled"
 // target is a resolved destination: a key, the label the caller used, and
 // the chosen session with what the roster says about it.
 type target struct {
-	key      identity.PublicKey
-	label    string // as typed, or "self"
-	self     bool
-	session  string
-	where whereabouts
+	key     identity.PublicKey
+	label   string // as typed, or "self"
+	self    bool
+	session string
+	where   whereabouts
 }
 
 // whereabouts is what the roster says about the chosen session.
