@@ -26,21 +26,26 @@ messages with the agent's Ed25519 key, and admits only messages from keys
 listed in its peers.json.
 
 Usage:
+    interlink-mcp [options]              the MCP stdio server of one session
+    interlink-mcp demo                   two agents talking through a local bus
     interlink-mcp keygen --out PATH [--force]
+    interlink-mcp nudge [--state-dir DIR]
     interlink-mcp --version
     interlink-mcp --help
 
 Commands:
+    (none)      serve MCP on stdin and stdout; see 'interlink-mcp help serve'
+    demo        show two sessions exchanging signed messages, then clean up
     keygen      create a secret key file and print its public key
+    nudge       the PostToolUse hook that reminds the model to report progress
 
 Options:
     -h, --help  show this help
     --version   print the version
 
-Not in this build yet: the MCP stdio server (run with no command) and the
-wait, nudge, channels, setup and demo commands.
+Not in this build yet: the wait, channels and setup commands.
 
-Run 'interlink-mcp keygen --help' for the options of keygen.
+Run 'interlink-mcp help COMMAND' for the options of a command.
 `
 
 // helpHint points at the usage text after a usage error.
@@ -50,10 +55,8 @@ const helpHint = "run 'interlink-mcp --help' for the commands of this build"
 // from this build, so that calling one says so instead of "unknown command".
 var planned = map[string]bool{
 	"wait":     true,
-	"nudge":    true,
 	"channels": true,
 	"setup":    true,
-	"demo":     true,
 }
 
 // cli holds what the commands need from the process, so that tests can run
@@ -88,6 +91,10 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 		return exitOK
 	case name == "keygen":
 		return c.keygen(rest)
+	case name == "nudge":
+		return c.nudge(rest, stdin)
+	case name == "demo":
+		return c.demo(ctx, rest)
 	case planned[name]:
 		// Not a usage error: the command line is right, the build lacks it.
 		return c.fail(exitError, fmt.Sprintf("the %s command is not available in this build", name), helpHint)
@@ -107,6 +114,15 @@ func (c *cli) help(args []string) int {
 		return exitOK
 	case len(args) == 1 && args[0] == "keygen":
 		fmt.Fprint(c.stdout, keygenUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "nudge":
+		fmt.Fprint(c.stdout, nudgeUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "demo":
+		fmt.Fprint(c.stdout, demoUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "serve":
+		fmt.Fprint(c.stdout, serveUsage)
 		return exitOK
 	case len(args) == 1:
 		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)

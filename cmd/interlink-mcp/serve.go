@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -132,7 +133,16 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 
 	a, err := agent.New(cfg)
 	if err != nil {
-		return c.fail(exitError, err.Error())
+		var hints []string
+		if errors.Is(err, fs.ErrNotExist) {
+			switch {
+			case strings.Contains(err.Error(), "--key"):
+				hints = append(hints, "create one with 'interlink-mcp keygen --out "+cfg.KeyPath+"'")
+			case strings.Contains(err.Error(), "--peers"):
+				hints = append(hints, "create it with the content {} and list peers in it (see docs/PEERS.md)")
+			}
+		}
+		return c.fail(exitError, err.Error(), hints...)
 	}
 	log.Info("interlink-mcp starting", "session", a.Session(), "route", a.Route().String(),
 		"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/paths"
+	"github.com/interlink-go/interlink/internal/progress"
+)
+
+const nudgeUsage = `Usage: interlink-mcp nudge [--state-dir DIR]
+
+The PostToolUse hook that reminds the model to report progress. It reads the
+hook's JSON from stdin, and when this session is working on a peer's task
+and has sent no update for longer than INTERLINK_PROGRESS_INTERVAL seconds
+(default 60; 0 turns it off), it prints one hook answer with a reminder on
+stdout. Otherwise it prints nothing.
+
+It always exits 0: a problem is reported on stderr and never interrupts
+the model.
+
+Options:
+    --state-dir DIR  state root, as for the server. Env INTERLINK_STATE_DIR;
+                     default $XDG_STATE_HOME/interlink, else
+                     ~/.local/state/interlink
+    -h, --help       show this help
+`
+
+// nudge runs the reminder hook. Whatever happens it exits 0.
+func (c *cli) nudge(args []string, stdin io.Reader) int {
+	fset := flag.NewFlagSet("nudge", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	var stateDir string
+	fset.StringVar(&stateDir, "state-dir", "", "")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, nudgeUsage)
+			return exitOK
+		}
+		c.fail(exitOK, "nudge: "+err.Error())
+		return exitOK
+	}
+	if fset.NArg() > 0 {
+		c.fail(exitOK, fmt.Sprintf("nudge: unexpected argument %q", fset.Arg(0)))
+		return exitOK
+	}
+	explicit, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
+	root, err := paths.StateRoot(c.getenv, explicit)
+	if err != nil {
+		c.fail(exitOK, "nudge: state folder: "+err.Error())
+		return exitOK
+	}
+	if err := progress.Nudge(stdin, c.stdout, root, c.getenv, time.Now()); err != nil {
+		c.fail(exitOK, "nudge: "+err.Error())
+	}
+	return exitOK
+}
