@@ -36,12 +36,6 @@ func invalidf(format string, args ...any) error {
 // localState wraps a storage failure.
 func localState(err error) error { return fmt.Errorf("local state: %w", err) }
 
-// isParamError reports whether err is a caller mistake.
-func isParamError(err error) bool {
-	var p *paramError
-	return errors.As(err, &p)
-}
-
 // args are the arguments of one tool call.
 type args map[string]any
 
@@ -60,20 +54,6 @@ func (a args) str(name string, required bool) (string, error) {
 		return "", invalidf("%s must be a string", name)
 	}
 	return s, nil
-}
-
-// integer returns the non-negative integer argument name, or def when it is
-// absent or null.
-func (a args) integer(name string, def int) (int, error) {
-	v, ok := a[name]
-	if !ok || v == nil {
-		return def, nil
-	}
-	f, ok := v.(float64)
-	if !ok || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
-		return 0, invalidf("%s must be a non-negative integer", name)
-	}
-	return int(f), nil
 }
 
 // boolean returns the boolean argument name, or def when absent or null.
