@@ -250,25 +250,40 @@ func decode(data []byte, exists bool) (document, error) {
 	return d, nil
 }
 
+// readDoc and readRecord read the whole file in one pass of the JSON
+// decoder; the checks that a typed decode does not make (required fields,
+// known states, the message's own strict rules) follow. Pointers tell a
+// missing or null field from an empty one.
+type readDoc struct {
+	Records *[]readRecord   `json:"records"`
+	Notice  json.RawMessage `json:"notice"`
+}
+
+type readRecord struct {
+	Message      json.RawMessage `json:"message"`
+	Peer         *string         `json:"peer"`
+	State        *string         `json:"state"`
+	SupersededBy *string         `json:"superseded_by"`
+}
+
 func decodeDocument(data []byte) (document, error) {
-	top, err := decodeObject(data)
-	if err != nil {
+	var f readDoc
+	if err := json.Unmarshal(data, &f); err != nil {
 		return document{}, err
 	}
-	elems, err := top.array("records")
-	if err != nil {
-		return document{}, err
+	if f.Records == nil {
+		return document{}, fmt.Errorf("missing records")
 	}
 	var d document
-	d.records = make([]Record, 0, len(elems))
-	for i, raw := range elems {
-		r, err := decodeRecord(raw)
+	d.records = make([]Record, 0, len(*f.Records))
+	for i := range *f.Records {
+		r, err := decodeRecord(&(*f.Records)[i])
 		if err != nil {
 			return document{}, fmt.Errorf("records[%d]: %v", i, err)
 		}
 		d.records = append(d.records, r)
 	}
-	if raw, ok := top["notice"]; ok && !isNull(raw) {
+	if raw := f.Notice; len(raw) > 0 && !isNull(raw) {
 		n, err := decodeNotice(raw)
 		if err != nil {
 			return document{}, fmt.Errorf("notice: %v", err)
@@ -278,31 +293,27 @@ func decodeDocument(data []byte) (document, error) {
 	return d, nil
 }
 
-func decodeRecord(raw json.RawMessage) (Record, error) {
-	o, err := decodeObject(raw)
-	if err != nil {
-		return Record{}, err
-	}
-	mraw, ok := o["message"]
-	if !ok {
+func decodeRecord(f *readRecord) (Record, error) {
+	if len(f.Message) == 0 {
 		return Record{}, fmt.Errorf("missing message")
 	}
 	var r Record
-	if r.Message, err = identity.DecodeMessage(mraw); err != nil {
+	var err error
+	if r.Message, err = identity.DecodeMessage(f.Message); err != nil {
 		return Record{}, err
 	}
-	if r.Peer, err = o.str("peer", true); err != nil {
-		return Record{}, err
+	if f.Peer == nil {
+		return Record{}, fmt.Errorf("missing peer")
 	}
-	st, err := o.str("state", true)
-	if err != nil {
-		return Record{}, err
+	r.Peer = *f.Peer
+	if f.State == nil {
+		return Record{}, fmt.Errorf("missing state")
 	}
-	if r.State = State(st); !r.State.recordState() {
-		return Record{}, fmt.Errorf("unknown record state %q", st)
+	if r.State = State(*f.State); !r.State.recordState() {
+		return Record{}, fmt.Errorf("unknown record state %q", *f.State)
 	}
-	if r.SupersededBy, err = o.str("superseded_by", false); err != nil {
-		return Record{}, err
+	if f.SupersededBy != nil {
+		r.SupersededBy = *f.SupersededBy
 	}
 	return r, nil
 }

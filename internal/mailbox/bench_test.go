@@ -1,0 +1,65 @@
+package mailbox
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The mailbox at its record bound: what one fetch, one acknowledgement and
+// one new message cost when the file holds 4096 records (about 2 MB of
+// JSON). Each operation reads the whole file; the writing ones also write
+// it atomically with fsync.
+
+func BenchmarkReceive4096(b *testing.B) {
+	f := newFixture(b)
+	writeRecords(b, f, MaxRecords)
+	b.ReportAllocs()
+	for b.Loop() {
+		recs, err := f.mb.Receive(20)
+		if err != nil || len(recs) != 20 {
+			b.Fatalf("Receive = %d records, %v", len(recs), err)
+		}
+	}
+}
+
+func BenchmarkAcknowledge4096(b *testing.B) {
+	f := newFixture(b)
+	writeRecords(b, f, MaxRecords)
+	from := f.message(b, msg{id: "x"}).From
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == MaxRecords {
+			b.StopTimer()
+			writeRecords(b, f, MaxRecords)
+			i = 0
+			b.StartTimer()
+		}
+		n, err := f.mb.Acknowledge([]Receipt{{Sender: from, MsgID: fmt.Sprintf("fill-%06d", i)}})
+		if err != nil || n != 1 {
+			b.Fatalf("Acknowledge = %d, %v", n, err)
+		}
+		i++
+	}
+}
+
+func BenchmarkRetain4000(b *testing.B) {
+	f := newFixture(b)
+	const base = 4000
+	writeRecords(b, f, base)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == MaxRecords-base {
+			b.StopTimer()
+			writeRecords(b, f, base)
+			i = 0
+			b.StartTimer()
+		}
+		m := f.message(b, msg{id: fmt.Sprintf("new-%06d", i)})
+		if added, err := f.mb.Retain(m, "alice"); err != nil || !added {
+			b.Fatalf("Retain = %v, %v", added, err)
+		}
+		i++
+	}
+}
