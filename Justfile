@@ -15,6 +15,10 @@ lint:
 ci:
     bash .ci/run
 
+# The tests against real host programs installed with npm (skipped without node).
+host-test:
+    go test -tags hosttest -count=1 -v ./internal/hosttest/
+
 # Build both binaries into bin/ without cgo.
 build:
     CGO_ENABLED=0 go build -o bin/ ./cmd/interlink-bus ./cmd/interlink-mcp

@@ -68,6 +68,10 @@ type Config struct {
 	// Dropped, if set, is told about every inbound message the trust gate
 	// rejects, with the reason.
 	Dropped func(m *identity.Message, reason string)
+	// Delivered, if set, is told about every message newly committed to the
+	// mailbox, with the sender's petname, before the relay is acknowledged.
+	// It must return quickly.
+	Delivered func(m *identity.Message, petname string)
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }
@@ -315,6 +319,9 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // delivered applies the progress rules to a newly committed message.
 func (a *Agent) delivered(d *gate.Decision) {
 	m := &d.Message
+	if a.cfg.Delivered != nil {
+		a.cfg.Delivered(m, d.Petname)
+	}
 	if m.TaskID == "" {
 		return
 	}

@@ -119,7 +119,7 @@ func (a *Agent) discover(ctx context.Context, args args) (string, error) {
 			tags = append(tags, "name shared — verify fingerprint")
 		}
 		var b strings.Builder
-		if name == "" {
+		if name == "" || name == g.Key.Fingerprint() {
 			fmt.Fprintf(&b, "(no name) (%s…)", g.Key.Fingerprint())
 		} else {
 			fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())

@@ -160,7 +160,7 @@ func (a *Agent) resolvePetname(to string, allowSelf bool) (identity.PublicKey, s
 	}
 	key, label, err := p.ResolveSendTarget(to, a.own)
 	if err != nil {
-		return identity.PublicKey{}, "", invalidf("%v", err)
+		return identity.PublicKey{}, "", invalidf("%s", strings.TrimPrefix(err.Error(), "policy: "))
 	}
 	return key, label, nil
 }

@@ -84,7 +84,7 @@ func (a *Agent) tools() []tool {
 				"Nothing is lost if this answer goes missing. An empty result means carry on silently. Progress needs no reply; "+
 				"point out questions, failures and results. Each receipt names the sender's public key, not its petname."),
 			mcp.WithString("notification_id", mcp.Description("Id from the inbox notice, if there was one; advisory.")),
-			mcp.WithNumber("limit", mcp.Description(descLimit)),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(100), mcp.Description(descLimit)),
 		), a.receiveMessages},
 		{mcp.NewTool("acknowledge_messages",
 			mcp.WithDescription("Consume messages you have read, by their exact receipts ({sender, msg_id} as returned). "+
@@ -104,7 +104,7 @@ func (a *Agent) tools() []tool {
 				"pass it when you act on the returned messages so they are not delivered to you again. Superseded progress is shown "+
 				"for inspection. History cannot take back a notice the host already has."),
 			mcp.WithString("peer", mcp.Required(), mcp.Description("Petname, or 'self'.")),
-			mcp.WithNumber("limit", mcp.Description(descLimit)),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(100), mcp.Description(descLimit)),
 			mcp.WithBoolean("consume", mcp.Description("Acknowledge the returned received messages (default false).")),
 		), a.conversationHistory},
 		{mcp.NewTool("list_pending",
