@@ -32,12 +32,12 @@ const demoUsage = `Usage: interlink-mcp demo [--log-level LEVEL]
 
 Shows interlink working, on this machine only: it starts an in-memory bus
 on a free loopback port, creates two identities (alice and bob) and a
-stranger (mallory) in a temporary folder, lists alice and bob in each
-other's peers.json, runs one agent for each of alice and bob, and drives
-them through their MCP tools: alice asks bob for a review, bob reads,
-acknowledges and answers, and a message mallory signs and posts straight to
-the bus is dropped by bob's trust gate. Then it stops everything and
-removes the folder.
+stranger (mallory) in a temporary folder, runs one agent for each of alice
+and bob, and drives them through their MCP tools: alice finds bob with
+discover and asks to pair, bob accepts, alice asks bob for a review, bob
+reads, acknowledges and answers, and a message mallory signs and posts
+straight to the bus is dropped by bob's trust gate. Then it stops
+everything and removes the folder.
 
 Options:
     --log-level LEVEL  also show the agents' logs at this level on stderr
@@ -136,13 +136,7 @@ func (d *demoRun) run(ctx context.Context) error {
 	for _, p := range []*demoPerson{alice, bob, mallory} {
 		d.say("     %-8s key %s (fingerprint %s)", p.name, p.signer.Public(), p.signer.Public().Fingerprint())
 	}
-	if err := writePeers(alice, "bob", bob); err != nil {
-		return err
-	}
-	if err := writePeers(bob, "alice", alice); err != nil {
-		return err
-	}
-	d.say("   alice's peers.json names bob, bob's names alice; nobody lists mallory.")
+	d.say("   Every peers.json is empty: nobody trusts anybody yet.")
 
 	aliceSink, bobSink := &delivery.Memory{}, &delivery.Memory{}
 	ac, err := d.startAgent(ctx, alice, "alice-1", url, aliceSink)
@@ -166,18 +160,39 @@ func (d *demoRun) run(ctx context.Context) error {
 	}
 	d.say("   alice calls discover:\n%s", indent(text))
 
+	text, err = callTool(ctx, ac, "request_pair", map[string]any{"target": "bob"})
+	if err != nil {
+		return err
+	}
+	d.say("4. alice's operator asks to pair with bob; alice calls request_pair(target=bob):\n%s", indent(text))
+	knock, err := waitRecord(ctx, bobSink, "Pairing request")
+	if err != nil {
+		return err
+	}
+	d.say("   bob's host is told, as unverified metadata (sender %q):\n%s", knock.Sender, indent(knock.Content))
+	text, err = callTool(ctx, bc, "accept_pair", map[string]any{"fingerprint": alice.signer.Public().Fingerprint()})
+	if err != nil {
+		return err
+	}
+	d.say("   bob's operator checks the fingerprint and agrees; bob calls accept_pair:\n%s", indent(text))
+	paired, err := waitRecord(ctx, aliceSink, "Paired with")
+	if err != nil {
+		return err
+	}
+	d.say("   The confirmation reaches alice's session:\n%s", indent(paired.Content))
+
 	text, err = callTool(ctx, ac, "send_message", map[string]any{
 		"to": "bob", "text": "Could you review the parser change on branch fix-parser?", "task_id": "review-42"})
 	if err != nil {
 		return err
 	}
-	d.say("4. alice calls send_message(to=bob, task_id=review-42):\n%s", indent(text))
+	d.say("5. alice calls send_message(to=bob, task_id=review-42):\n%s", indent(text))
 
-	if err := waitUntil(ctx, "a notice for bob", func() bool { return len(bobSink.Records()) > 0 }); err != nil {
+	notice, err := waitRecord(ctx, bobSink, "[Interlink inbox notice]")
+	if err != nil {
 		return err
 	}
-	notice := bobSink.Records()[0]
-	d.say("5. bob's host gets a notice (it carries no message text):\n%s", indent(firstLines(notice.Content, 2)))
+	d.say("6. bob's host gets a notice (it carries no message text):\n%s", indent(firstLines(notice.Content, 2)))
 	text, err = callTool(ctx, bc, "receive_messages", nil)
 	if err != nil {
 		return err
@@ -198,7 +213,7 @@ func (d *demoRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("6. bob answers with status=result:\n%s", indent(text))
+	d.say("7. bob answers with status=result:\n%s", indent(text))
 	if err := waitUntil(ctx, "bob's answer at alice", func() bool {
 		text, err = callTool(ctx, ac, "receive_messages", nil)
 		return err == nil && strings.Contains(text, "two nits")
@@ -225,7 +240,7 @@ func (d *demoRun) run(ctx context.Context) error {
 	if err := relay.New(url, nil).Send(ctx, bob.signer.Public().String()+"#bob-1", payload); err != nil {
 		return err
 	}
-	d.say("7. mallory signs a message to bob and posts it to the bus (msg_id %s).", mid)
+	d.say("8. mallory, whom nobody paired with, signs a message to bob and posts it to the bus (msg_id %s).", mid)
 	if err := waitUntil(ctx, "bob's gate to drop mallory's message", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -242,7 +257,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		return err
 	}
 	d.say("   bob calls receive_messages: %s", firstLines(text, 1))
-	d.say("8. Stopping the agents and the bus, and removing %s.", d.dir)
+	d.say("9. Stopping the agents and the bus, and removing %s.", d.dir)
 	return nil
 }
 
@@ -278,13 +293,6 @@ func (d *demoRun) newPerson(name string) (*demoPerson, error) {
 		return nil, err
 	}
 	return p, os.WriteFile(p.peers, []byte("{}\n"), 0o600)
-}
-
-// writePeers lists other in p's peers.json under petname, as an operator
-// would by hand.
-func writePeers(p *demoPerson, petname string, other *demoPerson) error {
-	data := fmt.Sprintf("{\n  %q: {\"key\": %q}\n}\n", petname, other.signer.Public())
-	return os.WriteFile(p.peers, []byte(data), 0o600)
 }
 
 // startAgent runs an agent for p and connects an in-process MCP client.
@@ -373,6 +381,22 @@ func callTool(ctx context.Context, c *client.Client, name string, args map[strin
 		return "", fmt.Errorf("%s: %s", name, text)
 	}
 	return text, nil
+}
+
+// waitRecord waits until sink holds a record whose content contains want,
+// and returns it.
+func waitRecord(ctx context.Context, sink *delivery.Memory, want string) (delivery.Record, error) {
+	var got delivery.Record
+	err := waitUntil(ctx, fmt.Sprintf("a host record with %q", want), func() bool {
+		for _, r := range sink.Records() {
+			if strings.Contains(r.Content, want) {
+				got = r
+				return true
+			}
+		}
+		return false
+	})
+	return got, err
 }
 
 // waitUntil polls cond every 50 ms for up to demoStep.

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// The demo runs on its embedded defaults, shows the exchange and the
-// stranger dropped, exits 0 and leaves nothing behind.
+// The demo runs on its embedded defaults, shows the pairing handshake, the
+// exchange and the stranger dropped, exits 0 and leaves nothing behind.
 func TestDemo(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -19,6 +19,11 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo exit status %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
 	for _, w := range []string{
+		"Every peers.json is empty",
+		"Pairing request to bob",
+		`bob's host is told, as unverified metadata (sender "Interlink")`,
+		`listed as peer "alice"`,
+		"Paired with 'bob'",
 		"queued for bob (bob-1)",
 		`receive_messages(notification_id="`,
 		"Could you review the parser change",

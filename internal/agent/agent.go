@@ -85,6 +85,7 @@ type Timing struct {
 	RetryDelay time.Duration // after a failed poll or commit, default 2 s
 	Notify     time.Duration // notification loop tick, default 1 s
 	LockRetry  time.Duration // notifier lock and state retries, default 2 s
+	PairRetry  time.Duration // pairing queue pass, default 2 s
 	Now        func() time.Time
 	HTTPClient *http.Client // nil means the relay package's default
 }
@@ -112,6 +113,7 @@ type Agent struct {
 	announcer *presence.Announcer
 	progress  *progress.Markers
 	mcp       *server.MCPServer
+	pairKick  chan struct{} // wakes the pairing worker
 
 	mu      sync.Mutex
 	stop    context.CancelFunc // cancels the workers; nil before Start
@@ -150,6 +152,7 @@ func New(cfg Config) (*Agent, error) {
 	t.RetryDelay = cmp.Or(t.RetryDelay, inbound.DefaultRetryDelay)
 	t.Notify = cmp.Or(t.Notify, time.Second)
 	t.LockRetry = cmp.Or(t.LockRetry, 2*time.Second)
+	t.PairRetry = cmp.Or(t.PairRetry, 2*time.Second)
 	if t.Now == nil {
 		t.Now = time.Now
 	}
@@ -173,14 +176,15 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("relay URLs (--url / INTERLINK_URL): %w", err)
 	}
 	a := &Agent{
-		cfg:     cfg,
-		log:     log,
-		now:     t.Now,
-		signer:  signer,
-		own:     signer.Public(),
-		session: cfg.Session,
-		peers:   peers,
-		sticky:  inbound.NewSticky(),
+		cfg:      cfg,
+		log:      log,
+		now:      t.Now,
+		signer:   signer,
+		own:      signer.Public(),
+		session:  cfg.Session,
+		peers:    peers,
+		sticky:   inbound.NewSticky(),
+		pairKick: make(chan struct{}, 1),
 	}
 	a.route = route.New(a.own.String(), a.session)
 	a.name = cfg.Name
@@ -236,6 +240,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		}
 	})
 	a.spawn(func() { a.announcer.Run(ctx) })
+	a.spawn(func() { a.pairingLoop(ctx) })
 	for _, r := range a.relays {
 		l := inbound.New(inbound.Config{
 			Relay:      r,

@@ -142,6 +142,8 @@ type nodeOpts struct {
 	root   string // state root; empty means a new temporary one
 	noSink bool
 	edit   func(*agent.Config)
+	// beforeStart runs between agent.New and Start.
+	beforeStart func(a *agent.Agent, root string)
 }
 
 // start runs an agent for id in session on the relays urls.
@@ -177,6 +179,9 @@ func start(t testing.TB, id *ident, session string, urls []string, o *nodeOpts) 
 		t.Fatalf("agent.New: %v", err)
 	}
 	n.a = a
+	if o.beforeStart != nil {
+		o.beforeStart(a, n.root)
+	}
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

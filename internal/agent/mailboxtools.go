@@ -88,16 +88,22 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 	if err != nil {
 		return "", localState(err)
 	}
+	// Both directions are shown when both know the id: a peer can reuse the
+	// id of a message it received, and must not hide the sent one's state.
+	var parts []string
 	for i := range recs {
 		if recs[i].Message.MsgID == id {
-			return render.Record(&recs[i]), nil
+			parts = append(parts, render.Record(&recs[i]))
+			break
 		}
 	}
 	if e, ok := a.outbox.Status(id); ok {
-		s := logLine(&e) + "\nreceiver acknowledgement unknown (no remote receipt)"
-		return s, nil
+		parts = append(parts, logLine(&e)+"\nreceiver acknowledgement unknown (no remote receipt)")
 	}
-	return fmt.Sprintf("no message with msg_id %q is known locally", id), nil
+	if len(parts) == 0 {
+		return fmt.Sprintf("no message with msg_id %q is known locally", id), nil
+	}
+	return strings.Join(parts, "\n"), nil
 }
 
 // logLine renders an outbound log entry.

@@ -18,6 +18,9 @@ type Options struct {
 	// Logger receives events such as a queued job dropped because it does
 	// not decode. Nil means discard.
 	Logger *slog.Logger
+	// Write replaces the state file with new contents. Nil means
+	// statefile.WriteAtomic; tests set it to simulate a failing disk.
+	Write func(path string, data []byte) error
 }
 
 // Store reads and changes the pairing state file of one identity and
@@ -28,8 +31,8 @@ type Store struct {
 	path     string
 	lockPath string
 	log      *slog.Logger
-	// write replaces the file; it is statefile.WriteAtomic except in tests
-	// that make the final write of Accept fail.
+	// write replaces the file: Options.Write, by default
+	// statefile.WriteAtomic.
 	write func(path string, data []byte) error
 }
 
@@ -47,19 +50,22 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	if err := route.ValidateSession(session); err != nil {
 		return nil, fmt.Errorf("pairing: open: %w", err)
 	}
-	var log *slog.Logger
+	var o Options
 	if opts != nil {
-		log = opts.Logger
+		o = *opts
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Write == nil {
+		o.Write = statefile.WriteAtomic
 	}
 	path := filepath.Join(stateRoot, "pairing", own.String(), session+".json")
 	return &Store{
 		path:     path,
 		lockPath: statefile.LockPath(path, "lock"),
-		log:      log,
-		write:    statefile.WriteAtomic,
+		log:      o.Logger,
+		write:    o.Write,
 	}, nil
 }
 

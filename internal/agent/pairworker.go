@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/pairing"
+)
+
+// kickPairing asks the pairing worker for a pass now.
+func (a *Agent) kickPairing() {
+	select {
+	case a.pairKick <- struct{}{}:
+	default:
+	}
+}
+
+// pairingLoop sends the queued pairing messages (knocks and confirmations)
+// of this session. It runs a pass at start, every PairRetry and whenever a
+// tool queued something. The queue is a file, so jobs survive a restart and
+// are picked up by the next process of the session.
+func (a *Agent) pairingLoop(ctx context.Context) {
+	t := time.NewTicker(a.cfg.Timing.PairRetry)
+	defer t.Stop()
+	for {
+		a.pairingPass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-a.pairKick:
+		}
+	}
+}
+
+// pairingPass tries each queued job once, in order. A job is re-signed with
+// the current time (same msg_id, so a request id still matches) and offered
+// to every relay; once one takes it, it leaves the queue. A job no relay
+// takes ends the pass, to be retried on the next one. A job that could never
+// be sent (it fails the checks of pairing.Resign) is removed and logged.
+func (a *Agent) pairingPass(ctx context.Context) {
+	st, err := a.pairing.Load()
+	if err != nil {
+		a.log.Warn("pairing state unreadable; will retry", "err", err)
+		return
+	}
+	for _, job := range st.Queued {
+		m, err := pairing.Resign(job, a.signer, a.now())
+		if err != nil {
+			if errors.Is(err, pairing.ErrBadJob) {
+				a.log.Warn("pairing job dropped", "msg_id", job.Msg.MsgID, "err", err)
+				if err := a.pairing.Drop(job.Msg.MsgID); err != nil {
+					a.log.Warn("pairing job not dropped", "msg_id", job.Msg.MsgID, "err", err)
+					return
+				}
+				continue
+			}
+			a.log.Warn("pairing job not sent", "msg_id", job.Msg.MsgID, "err", err)
+			return
+		}
+		payload, err := m.MarshalJSON()
+		if err != nil {
+			a.log.Warn("pairing job not encodable", "msg_id", job.Msg.MsgID, "err", err)
+			return
+		}
+		accepted := 0
+		for _, r := range a.relays {
+			if err := r.Send(ctx, job.Route, payload); err != nil {
+				a.log.Debug("pairing send failed", "relay", r.URL(), "msg_id", m.MsgID, "err", err)
+				continue
+			}
+			accepted++
+		}
+		if accepted == 0 {
+			return
+		}
+		a.log.Info("pairing message sent", "kind", string(m.Kind), "msg_id", m.MsgID, "relays", accepted)
+		if err := a.pairing.Sent(m.MsgID); err != nil {
+			a.log.Warn("sent pairing job not removed; it may be sent again", "msg_id", m.MsgID, "err", err)
+			return
+		}
+	}
+}
