@@ -155,7 +155,11 @@ func TestPairingAcrossRestarts(t *testing.T) {
 	b.waitNotice("Pairing request")
 	// Asking again keeps the request id.
 	second := a.ok("request_pair", map[string]any{"target": bob.key()})
-	idOf := func(s string) string { _, r, _ := strings.Cut(s, "(request id "); id, _, _ := strings.Cut(r, ")"); return id }
+	idOf := func(s string) string {
+		_, r, _ := strings.Cut(s, "(request id ")
+		id, _, _ := strings.Cut(r, ")")
+		return id
+	}
 	if idOf(first) == "" || idOf(first) != idOf(second) {
 		t.Errorf("request ids %q and %q, want the same", idOf(first), idOf(second))
 	}
