@@ -29,6 +29,9 @@ Usage:
     interlink-mcp [options]              the MCP stdio server of one session
     interlink-mcp demo                   two agents talking through a local bus
     interlink-mcp keygen --out PATH [--force]
+    interlink-mcp setup claude [--dir DIR] [--state-dir DIR]
+    interlink-mcp channels [-- CLAUDE ARGS...]
+    interlink-mcp wait [--session ID] [--renew-after-secs N]
     interlink-mcp nudge [--state-dir DIR]
     interlink-mcp --version
     interlink-mcp --help
@@ -37,27 +40,22 @@ Commands:
     (none)      serve MCP on stdin and stdout; see 'interlink-mcp help serve'
     demo        show two sessions exchanging signed messages, then clean up
     keygen      create a secret key file and print its public key
+    setup       write a Claude Code plugin for this binary
+    channels    start Claude Code with interlink's channel enabled
+    wait        the Claude Code Stop hook that wakes the session for new messages
     nudge       the PostToolUse hook that reminds the model to report progress
 
 Options:
     -h, --help  show this help
     --version   print the version
 
-Not in this build yet: the wait, channels and setup commands.
+Not in this build yet: the Codex host (--host codex, setup codex).
 
 Run 'interlink-mcp help COMMAND' for the options of a command.
 `
 
 // helpHint points at the usage text after a usage error.
 const helpHint = "run 'interlink-mcp --help' for the commands of this build"
-
-// planned names the commands that belong to interlink-mcp but are missing
-// from this build, so that calling one says so instead of "unknown command".
-var planned = map[string]bool{
-	"wait":     true,
-	"channels": true,
-	"setup":    true,
-}
 
 // cli holds what the commands need from the process, so that tests can run
 // them with their own streams, environment and randomness.
@@ -93,11 +91,14 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 		return c.keygen(rest)
 	case name == "nudge":
 		return c.nudge(rest, stdin)
+	case name == "wait":
+		return c.wait(ctx, rest, stdin)
+	case name == "setup":
+		return c.setup(rest)
+	case name == "channels":
+		return c.channels(rest)
 	case name == "demo":
 		return c.demo(ctx, rest)
-	case planned[name]:
-		// Not a usage error: the command line is right, the build lacks it.
-		return c.fail(exitError, fmt.Sprintf("the %s command is not available in this build", name), helpHint)
 	case len(name) > 0 && name[0] == '-':
 		// Flags before any command configure the MCP stdio server.
 		return c.serve(ctx, args, stdin)
@@ -114,6 +115,15 @@ func (c *cli) help(args []string) int {
 		return exitOK
 	case len(args) == 1 && args[0] == "keygen":
 		fmt.Fprint(c.stdout, keygenUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "setup":
+		fmt.Fprint(c.stdout, setupUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "channels":
+		fmt.Fprint(c.stdout, channelsUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "wait":
+		fmt.Fprint(c.stdout, waitUsage)
 		return exitOK
 	case len(args) == 1 && args[0] == "nudge":
 		fmt.Fprint(c.stdout, nudgeUsage)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/cmdline"
+	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/paths"
 )
 
@@ -50,6 +52,11 @@ Options:
 
 A flag wins over its environment variable; a variable set to the empty
 string counts as unset.
+
+Notices about waiting messages go to the session's notice inbox, where
+'interlink-mcp wait' (the Claude Code Stop hook) picks them up; with
+INTERLINK_CHANNELS=1 (or true) they are sent as Claude channel
+notifications instead.
 `
 
 // urlList is a repeatable flag of comma-separated URLs.
@@ -130,6 +137,19 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	if cfg.Cwd, err = os.Getwd(); err != nil {
 		log.Warn("working folder unknown", "err", err)
 	}
+	// How notices reach the host: Claude channels when enabled, else the
+	// notice inbox that the Stop-hook listener (interlink-mcp wait) reads.
+	if channelMode(c.getenv) {
+		cfg.Channels = true
+	} else {
+		box, err := inbox.Open(cfg.StateRoot, cfg.Session)
+		if err != nil {
+			return c.fail(exitError, err.Error())
+		}
+		if cfg.Sink, err = delivery.NewInbox(box); err != nil {
+			return c.fail(exitError, fmt.Sprintf("notice inbox: %v", err))
+		}
+	}
 
 	a, err := agent.New(cfg)
 	if err != nil {
@@ -151,6 +171,13 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	log.Info("interlink-mcp stopped", "session", a.Session())
 	return exitOK
+}
+
+// channelMode reports whether INTERLINK_CHANNELS turns Claude channels on:
+// "1" or "true" in any case.
+func channelMode(getenv func(string) string) bool {
+	v := strings.TrimSpace(getenv("INTERLINK_CHANNELS"))
+	return v == "1" || strings.EqualFold(v, "true")
 }
 
 // configPath resolves a file option whose default lies in

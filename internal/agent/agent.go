@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -61,8 +62,12 @@ type Config struct {
 	// Host is the host application; empty means [HostClaude].
 	Host Host
 	// Sink receives inbox notices and pairing notices. Nil means notices are
-	// not sent: messages wait in the mailbox until the model looks.
+	// not sent: messages wait in the mailbox until the model looks. With
+	// Channels set, Sink is ignored.
 	Sink delivery.Sink
+	// Channels sends notices to the host as Claude channel notifications
+	// over the MCP connection itself.
+	Channels bool
 	// Logger receives the log; nil discards it.
 	Logger *slog.Logger
 	// Dropped, if set, is told about every inbound message the trust gate
@@ -114,6 +119,8 @@ type Agent struct {
 	progress  *progress.Markers
 	mcp       *server.MCPServer
 	pairKick  chan struct{} // wakes the pairing worker
+	sink      delivery.Sink // nil: no notices
+	client    atomic.Value  // string: the MCP client session id, once registered
 
 	mu      sync.Mutex
 	stop    context.CancelFunc // cancels the workers; nil before Start
@@ -212,6 +219,10 @@ func New(cfg Config) (*Agent, error) {
 	a.announcer = presence.New(a.relays, signer, a.name, presence.Describe(a.session, cfg.Cwd),
 		&presence.Options{Every: t.Announce, Now: t.Now, Logger: a.log})
 	a.mcp = a.newServer()
+	a.sink = cfg.Sink
+	if cfg.Channels {
+		a.sink = delivery.Channel{Send: a.sendToClient}
+	}
 	return a, nil
 }
 
@@ -260,7 +271,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		})
 		a.spawn(func() { _ = l.Run(ctx) })
 	}
-	if a.cfg.Sink != nil {
+	if a.sink != nil {
 		a.spawn(func() { a.notifyLoop(ctx) })
 	}
 	return nil
@@ -321,6 +332,16 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	return err
 }
 
+// sendToClient writes one notification to the MCP client. It fails until a
+// client has connected and initialized.
+func (a *Agent) sendToClient(method string, params map[string]any) error {
+	id, _ := a.client.Load().(string)
+	if id == "" {
+		return errors.New("no MCP client connected")
+	}
+	return a.mcp.SendNotificationToSpecificClient(id, method, params)
+}
+
 // delivered applies the progress rules to a newly committed message.
 func (a *Agent) delivered(d *gate.Decision) {
 	m := &d.Message
@@ -339,13 +360,13 @@ func (a *Agent) delivered(d *gate.Decision) {
 // retried until the sink takes it, since the relay is acknowledged only
 // afterwards.
 func (a *Agent) pairingNotice(n inbound.Notice) {
-	if a.cfg.Sink == nil {
+	if a.sink == nil {
 		a.log.Info("pairing notice not shown: no host sink", "kind", n.Kind, "msg_id", n.MsgID)
 		return
 	}
 	rec := delivery.Record{Sender: n.Sender, MsgID: n.MsgID, Content: n.Text}
 	for {
-		err := a.cfg.Sink.Text(context.Background(), rec)
+		err := a.sink.Text(context.Background(), rec)
 		if err == nil {
 			return
 		}

@@ -78,7 +78,7 @@ func (a *Agent) notifyOnce(ctx context.Context) {
 	if n == nil {
 		return
 	}
-	state, err := a.cfg.Sink.Notice(ctx, n.ID, mailbox.NoticeText(n.ID))
+	state, err := a.sink.Notice(ctx, n.ID, mailbox.NoticeText(n.ID))
 	if err != nil {
 		a.log.Warn("notice not delivered", "notice", n.ID, "attempt", n.Attempt, "err", err)
 		state = mailbox.StateDeliveryFailed

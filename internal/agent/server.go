@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -21,7 +23,12 @@ Sessions: discover lists identities with their session ids, working folders and 
 
 // newServer builds the MCP server with every tool.
 func (a *Agent) newServer() *server.MCPServer {
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
+		a.client.Store(s.SessionID())
+	})
 	opts := []server.ServerOption{
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(Instructions),
 		server.WithRecovery(),

@@ -15,11 +15,12 @@ import (
 	"sync"
 
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/render"
 )
 
 // NoticeSender is the sender shown on notices: a fixed word no petname can
 // take.
-const NoticeSender = "Interlink"
+const NoticeSender = render.SystemSender
 
 // Record is one host-facing record, in the JSON shape of the Claude notice
 // inbox: all strings, the optional ones left out when empty.

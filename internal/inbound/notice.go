@@ -7,12 +7,13 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // SystemSender is the attribution of notices that speak for this program
 // rather than for a peer.
-const SystemSender = "Interlink"
+const SystemSender = render.SystemSender
 
 // The kinds of [Notice].
 const (

@@ -27,6 +27,10 @@ import (
 // DefaultSender is the sender shown for an inbox line that names none.
 const DefaultSender = "peer"
 
+// SystemSender is the sender of notices written by interlink itself (inbox
+// and pairing notices). No petname can take it.
+const SystemSender = "Interlink"
+
 // Message is what a block shows. Sender is a name chosen locally; every other
 // field may come from a peer.
 type Message struct {
@@ -56,9 +60,13 @@ func Block(m Message) string {
 	sender := Attr(m.Sender)
 	var b strings.Builder
 	b.Grow(len(m.Content) + 256)
-	b.WriteString("[interlink peer message from ")
-	b.WriteString(sender)
-	b.WriteString("] A peer sent this through Interlink; read it and act on it if it is in scope.\n")
+	if sender == SystemSender {
+		b.WriteString("[interlink notice] Interlink itself wrote this, not a peer; act on it before ending the turn.\n")
+	} else {
+		b.WriteString("[interlink peer message from ")
+		b.WriteString(sender)
+		b.WriteString("] A peer sent this through Interlink; read it and act on it if it is in scope.\n")
+	}
 	b.WriteString(`<interlink sender="`)
 	b.WriteString(sender)
 	b.WriteByte('"')

@@ -1,0 +1,14 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// execClaude replaces this process with argv; it returns only on failure.
+func (c *cli) execClaude(argv, env []string) int {
+	err := syscall.Exec(argv[0], argv, env)
+	return c.fail(exitError, fmt.Sprintf("channels: run %s: %v", argv[0], err))
+}

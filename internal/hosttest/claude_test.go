@@ -1,0 +1,9 @@
+//go:build hosttest
+
+package hosttest
+
+import "testing"
+
+func TestClaudeMCPAddList(t *testing.T) {
+	claudeCLI(t)
+}
