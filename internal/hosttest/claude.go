@@ -127,3 +127,7 @@ func (h *claudeHost) run(t testing.TB, timeout time.Duration, args ...string) st
 	}
 	return stdout.String()
 }
+
+// claudeTurnTimeout bounds a claude run of a few turns against the fake
+// model; each turn takes a second or two.
+const claudeTurnTimeout = 60 * time.Second
