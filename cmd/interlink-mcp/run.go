@@ -30,6 +30,7 @@ Usage:
     interlink-mcp demo                   two agents talking through a local bus
     interlink-mcp keygen --out PATH [--force]
     interlink-mcp setup claude [--dir DIR] [--state-dir DIR]
+    interlink-mcp setup codex
     interlink-mcp channels [-- CLAUDE ARGS...]
     interlink-mcp wait [--session ID] [--renew-after-secs N]
     interlink-mcp nudge [--state-dir DIR]
@@ -40,7 +41,7 @@ Commands:
     (none)      serve MCP on stdin and stdout; see 'interlink-mcp help serve'
     demo        show two sessions exchanging signed messages, then clean up
     keygen      create a secret key file and print its public key
-    setup       write a Claude Code plugin for this binary
+    setup       write a Claude Code plugin, or print the Codex configuration
     channels    start Claude Code with interlink's channel enabled
     wait        the Claude Code Stop hook that wakes the session for new messages
     nudge       the PostToolUse hook that reminds the model to report progress
@@ -48,8 +49,6 @@ Commands:
 Options:
     -h, --help  show this help
     --version   print the version
-
-Not in this build yet: the Codex host (--host codex, setup codex).
 
 Run 'interlink-mcp help COMMAND' for the options of a command.
 `

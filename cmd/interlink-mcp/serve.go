@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/cmdline"
+	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/paths"
@@ -42,8 +44,11 @@ Options:
     --state-dir DIR    state root (mailbox, pairing, task markers). Env
                        INTERLINK_STATE_DIR; default $XDG_STATE_HOME/interlink,
                        else ~/.local/state/interlink
-    --host HOST        claude (the only host of this build). Env
-                       INTERLINK_HOST
+    --host HOST        claude or codex. Env INTERLINK_HOST; default claude.
+                       A Codex server waits for its thread's hooks to bind
+                       it (bind_codex_session) before it does anything
+    --codex-bin PATH   the codex executable for codex queue (Codex host).
+                       Env INTERLINK_CODEX_BIN; default codex, from PATH
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     --db PATH          accepted for compatibility and ignored. Env
@@ -56,7 +61,8 @@ string counts as unset.
 Notices about waiting messages go to the session's notice inbox, where
 'interlink-mcp wait' (the Claude Code Stop hook) picks them up; with
 INTERLINK_CHANNELS=1 (or true) they are sent as Claude channel
-notifications instead.
+notifications instead, and with --host codex they are handed to
+'codex queue' for the bound thread.
 `
 
 // urlList is a repeatable flag of comma-separated URLs.
@@ -74,7 +80,7 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	fset := flag.NewFlagSet(progName, flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
-	var key, peers, name, session, stateDir, host, logLevel, db string
+	var key, peers, name, session, stateDir, host, codexBin, logLevel, db string
 	var urls urlList
 	fset.StringVar(&key, "key", "", "")
 	fset.StringVar(&peers, "peers", "", "")
@@ -83,6 +89,7 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	fset.StringVar(&session, "session", "", "")
 	fset.StringVar(&stateDir, "state-dir", "", "")
 	fset.StringVar(&host, "host", "", "")
+	fset.StringVar(&codexBin, "codex-bin", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
 	if err := fset.Parse(args); err != nil {
@@ -106,8 +113,8 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	cfg := agent.Config{Logger: log}
 	value, source = c.setting(host, "--host", "INTERLINK_HOST", string(agent.HostClaude))
 	cfg.Host = agent.Host(value)
-	if cfg.Host != agent.HostClaude {
-		return c.fail(exitUsage, fmt.Sprintf("%s %q: this build supports only the claude host", source, value), helpHint)
+	if cfg.Host != agent.HostClaude && cfg.Host != agent.HostCodex {
+		return c.fail(exitUsage, fmt.Sprintf("%s %q: want claude or codex", source, value), helpHint)
 	}
 	if cfg.KeyPath, err = c.configPath(key, "--key", "INTERLINK_KEY", "id.key"); err != nil {
 		return c.fail(exitError, err.Error())
@@ -123,9 +130,13 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
 	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
-	if cfg.Session, err = agent.ResolveSession(explicit, c.getenv("CLAUDE_CODE_SESSION_ID")); err != nil {
-		return c.fail(exitError, fmt.Sprintf("session id: %v", err),
-			"a session id may not be empty, '.' or '..', longer than 128 bytes, or hold / \\ : NUL or control characters")
+	if cfg.Host == agent.HostClaude {
+		if cfg.Session, err = agent.ResolveSession(explicit, c.getenv("CLAUDE_CODE_SESSION_ID")); err != nil {
+			return c.fail(exitError, fmt.Sprintf("session id: %v", err),
+				"a session id may not be empty, '.' or '..', longer than 128 bytes, or hold / \\ : NUL or control characters")
+		}
+	} else if explicit != "" {
+		log.Warn("a Codex session takes its id from its thread when the hooks bind it; ignoring the session setting", "session", explicit)
 	}
 	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
 	if cfg.StateRoot, err = paths.StateRoot(c.getenv, explicitState); err != nil {
@@ -137,11 +148,24 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	if cfg.Cwd, err = os.Getwd(); err != nil {
 		log.Warn("working folder unknown", "err", err)
 	}
-	// How notices reach the host: Claude channels when enabled, else the
-	// notice inbox that the Stop-hook listener (interlink-mcp wait) reads.
-	if channelMode(c.getenv) {
+	// How notices reach the host: codex queue for Codex; Claude channels
+	// when enabled; else the notice inbox that the Stop-hook listener
+	// (interlink-mcp wait) reads.
+	switch {
+	case cfg.Host == agent.HostCodex:
+		bin, src := c.setting(codexBin, "--codex-bin", "INTERLINK_CODEX_BIN", "codex")
+		found, err := codex.LookupHere(bin, runtime.GOOS)
+		switch {
+		case errors.Is(err, codex.ErrShim):
+			return c.fail(exitError, fmt.Sprintf("%s %q: %v", src, bin, err))
+		case err != nil:
+			log.Warn("codex executable not found; notices will fail and be saved for failed_deliveries", "codex", bin, "err", err)
+			found = bin
+		}
+		cfg.CodexBin = found
+	case channelMode(c.getenv):
 		cfg.Channels = true
-	} else {
+	default:
 		box, err := inbox.Open(cfg.StateRoot, cfg.Session)
 		if err != nil {
 			return c.fail(exitError, err.Error())

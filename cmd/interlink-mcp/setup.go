@@ -20,6 +20,7 @@ import (
 var templates embed.FS
 
 const setupUsage = `Usage: interlink-mcp setup claude [--dir DIR] [--state-dir DIR]
+       interlink-mcp setup codex
 
 Writes a Claude Code plugin for this interlink-mcp into DIR (default
 ~/.config/interlink/claude-plugin): the MCP server, the Stop hook that wakes
@@ -28,7 +29,12 @@ reminder hook (interlink-mcp nudge) and a skill with the operating rules.
 Every command names this binary by its absolute path; run setup again after
 moving it. Existing files of the plugin are replaced.
 
-Options:
+setup codex prints the sections to merge into Codex's config.toml: the
+interlink MCP server, run by this binary's absolute path in the Codex host
+with CODEX_HOME repeated for codex queue, and the four lifecycle hooks that
+bind a session to its thread. Trust the hooks in Codex's /hooks afterwards.
+
+Options of setup claude:
     --dir DIR        where to write the plugin
     --state-dir DIR  a state root for the server and the hooks alike;
                      without it they use INTERLINK_STATE_DIR, else
@@ -48,7 +54,7 @@ func (c *cli) setup(args []string) int {
 		fmt.Fprint(c.stdout, setupUsage)
 		return exitOK
 	case "codex":
-		return c.fail(exitError, "setup codex is not available in this build")
+		return c.setupCodex(args[1:])
 	}
 	return c.fail(exitUsage, fmt.Sprintf("setup: unknown host %q", args[0]), "run 'interlink-mcp help setup'")
 }

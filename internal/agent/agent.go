@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
@@ -77,6 +78,9 @@ type Config struct {
 	// mailbox, with the sender's petname, before the relay is acknowledged.
 	// It must return quickly.
 	Delivered func(m *identity.Message, petname string)
+	// CodexBin is the codex executable that notices are handed to in the
+	// Codex host; empty means notices are not sent.
+	CodexBin string
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }
@@ -91,6 +95,7 @@ type Timing struct {
 	Notify     time.Duration // notification loop tick, default 1 s
 	LockRetry  time.Duration // notifier lock and state retries, default 2 s
 	PairRetry  time.Duration // pairing queue pass, default 2 s
+	QueuePause time.Duration // between codex queue attempts, default 2 s
 	Now        func() time.Time
 	HTTPClient *http.Client // nil means the relay package's default
 }
@@ -121,6 +126,18 @@ type Agent struct {
 	pairKick  chan struct{} // wakes the pairing worker
 	sink      delivery.Sink // nil: no notices
 	client    atomic.Value  // string: the MCP client session id, once registered
+	failed    *codex.Failed // Codex only: saved failed deliveries
+
+	// ready is closed by bind. The session fields (session, route, mailbox,
+	// pairing, progress, announcer, sink, failed) are set before and never
+	// change after, so whoever has seen ready closed may read them.
+	ready chan struct{}
+	// pendingSummary is a summary set before binding; guarded by mu.
+	pendingSummary string
+	// bindMu serializes bind_codex_session calls.
+	bindMu sync.Mutex
+	// recoverMu serializes failed_deliveries calls.
+	recoverMu sync.Mutex
 
 	mu      sync.Mutex
 	stop    context.CancelFunc // cancels the workers; nil before Start
@@ -149,8 +166,8 @@ func ResolveSession(explicit, claude string) (string, error) {
 // mailbox and pairing state. It starts nothing.
 func New(cfg Config) (*Agent, error) {
 	cfg.Host = cmp.Or(cfg.Host, HostClaude)
-	if cfg.Host != HostClaude {
-		return nil, fmt.Errorf("host %q is not supported by this build (only %q)", cfg.Host, HostClaude)
+	if cfg.Host != HostClaude && cfg.Host != HostCodex {
+		return nil, fmt.Errorf("host %q: want %q or %q", cfg.Host, HostClaude, HostCodex)
 	}
 	t := &cfg.Timing
 	t.Announce = cmp.Or(t.Announce, presence.DefaultEvery)
@@ -167,8 +184,10 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := route.ValidateSession(cfg.Session); err != nil {
-		return nil, fmt.Errorf("session id: %w", err)
+	if cfg.Host == HostClaude {
+		if err := route.ValidateSession(cfg.Session); err != nil {
+			return nil, fmt.Errorf("session id: %w", err)
+		}
 	}
 	signer, err := identity.LoadKeyFile(cfg.KeyPath)
 	if err != nil {
@@ -188,12 +207,11 @@ func New(cfg Config) (*Agent, error) {
 		now:      t.Now,
 		signer:   signer,
 		own:      signer.Public(),
-		session:  cfg.Session,
 		peers:    peers,
 		sticky:   inbound.NewSticky(),
 		pairKick: make(chan struct{}, 1),
+		ready:    make(chan struct{}),
 	}
-	a.route = route.New(a.own.String(), a.session)
 	a.name = cfg.Name
 	if trim(a.name) == "" {
 		a.name = a.own.Fingerprint()
@@ -201,29 +219,92 @@ func New(cfg Config) (*Agent, error) {
 	for _, u := range urls {
 		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: a.log}))
 	}
-	if a.mailbox, err = mailbox.Open(cfg.StateRoot, a.own, a.session, &mailbox.Options{Now: t.Now, Logger: a.log}); err != nil {
-		return nil, fmt.Errorf("local state: %w", err)
-	}
-	if a.pairing, err = pairing.Open(cfg.StateRoot, a.own, a.session, &pairing.Options{Logger: a.log}); err != nil {
-		return nil, fmt.Errorf("local state: %w", err)
-	}
-	if a.progress, err = progress.Open(cfg.StateRoot, a.session, &progress.Options{Now: t.Now}); err != nil {
-		return nil, fmt.Errorf("local state: %w", err)
-	}
 	a.gate = gate.New(a.own, &gate.Options{Now: t.Now})
 	senders := make([]outbox.Sender, len(a.relays))
 	for i, r := range a.relays {
 		senders[i] = r
 	}
 	a.outbox = outbox.New(senders, signer, &outbox.Options{Now: t.Now, RetryEvery: t.Retry, Logger: a.log})
-	a.announcer = presence.New(a.relays, signer, a.name, presence.Describe(a.session, cfg.Cwd),
-		&presence.Options{Every: t.Announce, Now: t.Now, Logger: a.log})
 	a.mcp = a.newServer()
-	a.sink = cfg.Sink
-	if cfg.Channels {
-		a.sink = delivery.Channel{Send: a.sendToClient}
+	if cfg.Host == HostClaude {
+		if err := a.bind(cfg.Session); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
+}
+
+// bind gives the agent its session: it opens the session's files, builds
+// its route, presence and sink, and marks the agent ready, which lets the
+// workers start. A Claude agent is bound at creation; a Codex agent when
+// its thread is bound. The caller holds no lock; bind is called once.
+func (a *Agent) bind(session string) error {
+	t := &a.cfg.Timing
+	mb, err := mailbox.Open(a.cfg.StateRoot, a.own, session, &mailbox.Options{Now: t.Now, Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("local state: %w", err)
+	}
+	ps, err := pairing.Open(a.cfg.StateRoot, a.own, session, &pairing.Options{Logger: a.log})
+	if err != nil {
+		return fmt.Errorf("local state: %w", err)
+	}
+	pm, err := progress.Open(a.cfg.StateRoot, session, &progress.Options{Now: t.Now})
+	if err != nil {
+		return fmt.Errorf("local state: %w", err)
+	}
+	info := presence.Describe(session, a.cfg.Cwd)
+	ann := presence.New(a.relays, a.signer, a.name, info, &presence.Options{Every: t.Announce, Now: t.Now, Logger: a.log})
+	a.mu.Lock()
+	summary := a.pendingSummary
+	a.mu.Unlock()
+	if summary != "" {
+		if err := ann.SetSummary(summary); err != nil {
+			a.log.Warn("summary not kept", "err", err)
+		}
+	}
+	sink := a.cfg.Sink
+	switch {
+	case a.cfg.Channels:
+		sink = delivery.Channel{Send: a.sendToClient}
+	case a.cfg.Host == HostCodex:
+		failed, err := codex.OpenFailed(a.cfg.StateRoot, a.own, session)
+		if err != nil {
+			return fmt.Errorf("local state: %w", err)
+		}
+		a.failed = failed
+		if a.cfg.CodexBin != "" {
+			sink = &delivery.Codex{Bin: a.cfg.CodexBin, Thread: session, Failed: failed, Logger: a.log, Pause: a.cfg.Timing.QueuePause}
+		}
+	}
+	a.session, a.route = session, route.New(a.own.String(), session)
+	a.mailbox, a.pairing, a.progress, a.announcer, a.sink = mb, ps, pm, ann, sink
+	close(a.ready)
+	return nil
+}
+
+// isReady reports whether the agent has its session. Once it returns true,
+// the session fields may be read without a lock.
+func (a *Agent) isReady() bool {
+	select {
+	case <-a.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// errNotBound is the answer of tools that need a session in an unbound
+// Codex agent.
+func errNotBound() error {
+	return invalidf("not bound to this Codex thread yet: enable and trust the Interlink binding hooks (/hooks in Codex), then send a prompt")
+}
+
+// requireReady fails with errNotBound until the agent has its session.
+func (a *Agent) requireReady() error {
+	if !a.isReady() {
+		return errNotBound()
+	}
+	return nil
 }
 
 // Session returns the session id.
@@ -245,6 +326,22 @@ func (a *Agent) Start(ctx context.Context) error {
 		return errors.New("agent: already started")
 	}
 	ctx, a.stop = context.WithCancel(ctx)
+	// Messages already queued (none before binding) go out from the start;
+	// everything that needs the session waits until it is bound.
+	a.spawn(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.ready:
+		}
+		a.startWorkers(ctx)
+	})
+	return nil
+}
+
+// startWorkers starts the outbox, presence, the pairing queue, one inbound
+// loop per relay and, with a sink, the notification loop.
+func (a *Agent) startWorkers(ctx context.Context) {
 	a.spawn(func() {
 		if err := a.outbox.Run(ctx); err != nil {
 			a.log.Error("outbox stopped", "err", err)
@@ -274,7 +371,6 @@ func (a *Agent) Start(ctx context.Context) error {
 	if a.sink != nil {
 		a.spawn(func() { a.notifyLoop(ctx) })
 	}
-	return nil
 }
 
 func (a *Agent) spawn(f func()) {
@@ -303,8 +399,8 @@ func (a *Agent) Stop() {
 		stop()
 	}
 	a.workers.Wait()
-	if !started {
-		return
+	if !started || !a.isReady() {
+		return // never announced, so nothing to take back
 	}
 	ctx := context.Background()
 	a.announcer.Unregister(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/policy"
@@ -131,7 +132,7 @@ func (a *Agent) discover(ctx context.Context, args args) (string, error) {
 		for _, s := range g.Sessions {
 			fmt.Fprintf(&b, "\n    → %s", sessionLine(s.Session))
 			switch {
-			case g.Key == a.own && s.Session.SessionID == a.session:
+			case g.Key == a.own && a.isReady() && s.Session.SessionID == a.session:
 				b.WriteString("  ← this session")
 			case !s.Live:
 				fmt.Fprintf(&b, "  (away · last seen %s)", Ago(s.AgeMS))
@@ -147,6 +148,17 @@ func (a *Agent) setSummary(_ context.Context, args args) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if !a.isReady() {
+		s = trim(s)
+		if utf8.RuneCountInString(s) > presence.SummaryLimit {
+			return "", invalidf("summary too long: at most %d characters", presence.SummaryLimit)
+		}
+		a.mu.Lock()
+		a.pendingSummary = s
+		a.mu.Unlock()
+		return fmt.Sprintf("summary set to %s; it is announced once this Codex session is bound to its thread",
+			untrusted.Quote(s)), nil
+	}
 	if err := a.announcer.SetSummary(s); err != nil {
 		if errors.Is(err, presence.ErrSummaryTooLong) {
 			return "", invalidf("summary too long: at most %d characters", presence.SummaryLimit)
@@ -158,5 +170,8 @@ func (a *Agent) setSummary(_ context.Context, args args) (string, error) {
 }
 
 func (a *Agent) getMySessionID(context.Context, args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf(`{"session_id":%q}`, a.session), nil
 }

@@ -16,6 +16,9 @@ import (
 const noUnread = "No unread messages. Carry on silently; no reply is needed."
 
 func (a *Agent) receiveMessages(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	if _, err := args.str("notification_id", false); err != nil {
 		return "", err
 	}
@@ -38,6 +41,9 @@ func (a *Agent) receiveMessages(_ context.Context, args args) (string, error) {
 }
 
 func (a *Agent) acknowledgeMessages(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	receipts, err := args.receipts()
 	if err != nil {
 		return "", err
@@ -80,6 +86,9 @@ func (a args) receipts() ([]mailbox.Receipt, error) {
 }
 
 func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	id, err := args.str("msg_id", true)
 	if err != nil {
 		return "", err
@@ -140,6 +149,9 @@ type historyItem struct {
 }
 
 func (a *Agent) conversationHistory(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	peer, err := args.str("peer", true)
 	if err != nil {
 		return "", err

@@ -20,6 +20,9 @@ import (
 // none of them is ever justified by what a peer wrote.
 
 func (a *Agent) requestPair(ctx context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	target, err := args.str("target", true)
 	if err != nil {
 		return "", err
@@ -88,6 +91,9 @@ func (a *Agent) requestPair(ctx context.Context, args args) (string, error) {
 }
 
 func (a *Agent) listPairRequests(context.Context, args) (string, error) {
+	if !a.isReady() {
+		return "no pending pairing requests (this Codex session is not bound to a thread yet)", nil
+	}
 	st, err := a.pairing.Load()
 	if err != nil {
 		return "", localState(err)
@@ -118,6 +124,9 @@ func (a *Agent) findRequest(fp string) (pairing.Request, bool, error) {
 }
 
 func (a *Agent) acceptPair(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	fp, err := args.str("fingerprint", true)
 	if err != nil {
 		return "", err
@@ -165,6 +174,9 @@ func (a *Agent) rejectPair(_ context.Context, args args) (string, error) {
 	fp, err := args.str("fingerprint", true)
 	if err != nil {
 		return "", err
+	}
+	if !a.isReady() {
+		return fmt.Sprintf("no pending request from %q; nothing to reject", fp), nil
 	}
 	req, ok, err := a.findRequest(fp)
 	if err != nil {

@@ -46,6 +46,9 @@ const (
 )
 
 func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	to, err := args.str("to", true)
 	if err != nil {
 		return "", err
@@ -106,6 +109,9 @@ func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
 }
 
 func (a *Agent) cancelTask(ctx context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
 	to, err := args.str("to", true)
 	if err != nil {
 		return "", err
