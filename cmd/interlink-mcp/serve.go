@@ -188,8 +188,13 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 		}
 		return c.fail(exitError, err.Error(), hints...)
 	}
-	log.Info("interlink-mcp starting", "session", a.Session(), "route", a.Route().String(),
-		"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot)
+	if cfg.Host == agent.HostCodex {
+		log.Info("interlink-mcp starting for Codex; waiting for the thread's hooks to bind the session",
+			"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot, "codex", cfg.CodexBin)
+	} else {
+		log.Info("interlink-mcp starting", "session", a.Session(), "route", a.Route().String(),
+			"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot)
+	}
 	if err := a.Serve(ctx, stdin, c.stdout); err != nil {
 		return c.fail(exitError, fmt.Sprintf("serving MCP: %v", err))
 	}

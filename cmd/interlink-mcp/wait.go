@@ -111,10 +111,29 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 		return exitOK // another listener serves this session
 	}
 	defer release()
+	// End quietly, consuming nothing, if the host goes away meanwhile.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := newParentWatch()
+	go func() {
+		t := time.NewTicker(inbox.DefaultPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if watch.gone() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	batch, renewal, err := box.Wait(ctx, renewAfter, inbox.DefaultPoll)
 	if err != nil {
 		if ctx.Err() != nil {
-			return exitOK // stopped by a signal: nothing shown, nothing consumed
+			return exitOK // stopped by a signal or orphaned: nothing shown, nothing consumed
 		}
 		return c.fail(exitError, "wait: "+err.Error())
 	}

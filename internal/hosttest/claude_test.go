@@ -8,17 +8,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// newIdentity creates a key and an empty peers.json in home's
-// configuration folder and returns their paths.
+// newIdentity creates a key and an empty peers.json in a folder of home
+// other than the default one, so that a server that does not get the
+// paths does not start, and returns their paths.
 func newIdentity(t *testing.T, home string) (key, peers string) {
 	t.Helper()
-	conf := filepath.Join(home, ".config", "interlink")
+	conf := filepath.Join(home, "identity")
 	key = filepath.Join(conf, "id.key")
 	keygen(t, home, key)
 	peers = filepath.Join(conf, "peers.json")
@@ -67,8 +69,8 @@ func TestClaudeMCPAddList(t *testing.T) {
 	}
 }
 
-// pluginTool is the name Claude Code gives the tool name of the
-// interlink server of the plugin interlink.
+// pluginTool returns the name under which Claude Code offers the model the
+// tool name of the server interlink of the plugin interlink.
 func pluginTool(name string) string {
 	return "mcp__plugin_interlink_interlink__" + name
 }
@@ -92,7 +94,8 @@ func setupPlugin(t *testing.T, home string) string {
 
 // TestClaudePrintSendMessage runs claude -p with the plugin from
 // interlink-mcp setup claude. The model calls send_message to another
-// session of the same identity, which then receives the text.
+// session of the same identity, then message_status until the bus has the
+// message, and the other session receives the text.
 func TestClaudePrintSendMessage(t *testing.T) {
 	bin := claudeCLI(t)
 	home := t.TempDir()
@@ -104,51 +107,191 @@ func TestClaudePrintSendMessage(t *testing.T) {
 	peer := startSDKClient(t, "peer-b", hostEnv(home),
 		mcp, "--key", key, "--peers", peers, "--url", bus, "--session", "peer-b", "--log-level", "debug")
 
-	send := pluginTool("send_message")
+	send, status := pluginTool("send_message"), pluginTool("message_status")
 	input := map[string]any{"to": "self", "session": "peer-b", "text": "hello from claude"}
-	model := newFakeModel(t, callOnce("__send_message", input))
+	// The server's outbox lives in memory, and claude -p stops the server
+	// right after the last turn: the model asks message_status until the
+	// bus has taken the message, at most maxStatusCalls times.
+	const maxStatusCalls = 50
+	untilAccepted := func(r *messagesRequest) (modelReply, bool) {
+		res, ok := r.lastToolResult()
+		switch {
+		case !ok || res.IsError:
+			return modelReply{}, false
+		case res.Name == status && strings.Contains(res.Text, "bus_accepted"):
+			return modelReply{}, false
+		case res.Name != send && res.Name != status:
+			return modelReply{}, false
+		}
+		var msgID string
+		calls := 0
+		for _, res := range r.toolResults() {
+			if m := msgIDRE.FindStringSubmatch(res.Text); res.Name == send && m != nil {
+				msgID = m[1]
+			}
+			if res.Name == status {
+				calls++
+			}
+		}
+		if msgID == "" || calls >= maxStatusCalls {
+			return modelReply{}, false
+		}
+		return modelReply{Tool: status, Input: map[string]any{"msg_id": msgID}}, true
+	}
+	model := newFakeModel(t, callOnce("__send_message", input), untilAccepted)
 	h := newClaudeHost(t, bin, home, model.url,
 		"INTERLINK_KEY="+key, "INTERLINK_PEERS="+peers, "INTERLINK_URL="+bus, "INTERLINK_LOG_LEVEL=debug")
 
 	cmd := h.command("-p", "Say hello to the session peer-b.",
 		"--plugin-dir", plugin, "--output-format", "json", "--no-session-persistence",
-		"--model", "claude-sonnet-4-6", "--tools", "", "--allowedTools", send)
-	var stdout lockedBuffer
-	cmd.Stdout = &stdout
+		"--model", "claude-sonnet-4-6", "--tools", "", "--allowedTools", send+","+status)
+	stdout := newLineQueue()
+	cmd.Stdout = stdout
 	began := time.Now()
 	p := start(t, "claude -p", cmd)
-	if err := p.wait(t, claudeTurnTimeout); err != nil {
-		t.Fatalf("claude -p: %v\nstdout:\n%s", err, stdout.String())
-	}
-	t.Logf("claude -p ran for %v", time.Since(began).Round(time.Millisecond))
-	t.Logf("claude -p stdout:\n%s", stdout.String())
-	var result struct {
-		Type    string `json:"type"`
-		IsError bool   `json:"is_error"`
-		Result  string `json:"result"`
-	}
-	if err := json.Unmarshal([]byte(stdout.String()), &result); err != nil {
-		t.Fatalf("claude -p: stdout is not one JSON result: %v", err)
+	killDetached(t, p)
+	// claude -p prints its result when the turn ends, then waits up to
+	// 30 s for the plugin's Stop hook, a listener that would only end
+	// with a message, and kills it: the test does not wait for that.
+	line := readLine(t, p, stdout, claudeTurnTimeout)
+	t.Logf("claude -p: result after %v", time.Since(began).Round(time.Millisecond))
+	var result claudeResult
+	if err := json.Unmarshal(line, &result); err != nil {
+		t.Fatalf("claude -p: stdout %q is not a JSON result: %v", line, err)
 	}
 	if result.Type != "result" || result.IsError || result.Result != "OK" {
-		t.Errorf("claude -p: result %+v, want a successful result with the text OK", result)
+		t.Errorf("claude -p: result %s, want a successful result with the text OK", line)
 	}
 
-	model.waitMessages(t, 0, p.done, "offering "+send, func(r *messagesRequest) bool {
-		return slices.Contains(r.toolNames(), send)
-	})
-	r := model.waitMessages(t, 0, p.done, "with the result of "+send, func(r *messagesRequest) bool {
+	r := model.waitMessages(t, startTimeout, p.done, "with the result of "+send, func(r *messagesRequest) bool {
 		res, ok := r.lastToolResult()
 		return ok && res.Name == send
 	})
+	names := r.Messages.toolNames()
+	t.Logf("tools offered to the model: %v", names)
+	if !slices.Contains(names, send) {
+		t.Errorf("model request tools %v lack %s", names, send)
+	}
 	res, _ := r.Messages.lastToolResult()
 	if res.IsError || !strings.Contains(res.Text, "queued for self (peer-b)") {
 		t.Errorf("%s result (is_error %v): %q, want it to contain %q", send, res.IsError, res.Text, "queued for self (peer-b)")
 	}
+	model.waitMessages(t, startTimeout, p.done, "with a result of "+status+" saying bus_accepted", func(r *messagesRequest) bool {
+		res, ok := r.lastToolResult()
+		return ok && res.Name == status && !res.IsError && strings.Contains(res.Text, "bus_accepted")
+	})
 
 	got := peer.callUntil(t, "receive_messages", nil, "hello from claude", deliveryTimeout)
 	receipt := parseReceipt(t, got)
 	if ack := peer.call(t, "acknowledge_messages", map[string]any{"messages": []any{receipt}}); !strings.HasPrefix(ack, "Acknowledged 1") {
 		t.Errorf("peer-b: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1")
 	}
+}
+
+// noticeIDRE finds the notification id in an inbox notice.
+var noticeIDRE = regexp.MustCompile(`receive_messages\(notification_id="([^"]+)"\)`)
+
+// TestClaudeStopHookWakes runs a stream-json Claude Code session with the
+// plugin from interlink-mcp setup claude. After the first turn, another
+// session of the same identity sends it a message; the plugin's Stop hook
+// (interlink-mcp wait) wakes the session with the inbox notice, and the
+// model receives and acknowledges the message.
+func TestClaudeStopHookWakes(t *testing.T) {
+	bin := claudeCLI(t)
+	home := t.TempDir()
+	bus := startBus(t, home)
+	key, peers := newIdentity(t, home)
+	plugin := setupPlugin(t, home)
+	mcp := filepath.Join(binaries(t), "interlink-mcp")
+	session := newUUID(t)
+
+	recv, ack := pluginTool("receive_messages"), pluginTool("acknowledge_messages")
+	// Answer a notice with receive_messages, and its result with
+	// acknowledge_messages.
+	receive := func(r *messagesRequest) (modelReply, bool) {
+		last := r.last()
+		if _, ok := r.lastToolResult(); ok || last.Role != "user" {
+			return modelReply{}, false
+		}
+		m := noticeIDRE.FindStringSubmatch(last.text())
+		if m == nil {
+			return modelReply{}, false
+		}
+		return modelReply{Tool: recv, Input: map[string]any{"notification_id": m[1]}}, true
+	}
+	acknowledge := func(r *messagesRequest) (modelReply, bool) {
+		res, ok := r.lastToolResult()
+		if !ok || res.Name != recv || res.IsError {
+			return modelReply{}, false
+		}
+		var receipts []any
+		for line := range strings.Lines(res.Text) {
+			_, after, ok := strings.Cut(line, "] Receipt: ")
+			var receipt map[string]any
+			if ok && strings.HasPrefix(line, "[") && json.Unmarshal([]byte(after), &receipt) == nil {
+				receipts = append(receipts, receipt)
+			}
+		}
+		return modelReply{Tool: ack, Input: map[string]any{"messages": receipts}}, true
+	}
+	model := newFakeModel(t, receive, acknowledge)
+	h := newClaudeHost(t, bin, home, model.url,
+		"INTERLINK_KEY="+key, "INTERLINK_PEERS="+peers, "INTERLINK_URL="+bus, "INTERLINK_LOG_LEVEL=debug")
+
+	began := time.Now()
+	s := h.startSession(t, "--print", "--input-format", "stream-json", "--output-format", "stream-json",
+		"--verbose", "--session-id", session, "--no-session-persistence", "--plugin-dir", plugin,
+		"--model", "claude-sonnet-4-6", "--tools", "", "--allowedTools", recv+","+ack)
+	s.send(t, "Reply OK.")
+	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" || r.SessionID != session {
+		t.Fatalf("first turn: result %+v, want OK in session %s", r, session)
+	}
+	t.Logf("first turn done after %v", time.Since(began).Round(time.Millisecond))
+
+	peer := startSDKClient(t, "peer-a", hostEnv(home),
+		mcp, "--key", key, "--peers", peers, "--url", bus, "--session", "peer-a", "--log-level", "debug")
+	// The Claude session's server took Claude's session id.
+	peer.callUntil(t, "discover", nil, session, deliveryTimeout)
+	const body = "hello from peer-a"
+	peer.call(t, "send_message", map[string]any{"to": "self", "session": session, "text": body})
+	sent := time.Now()
+
+	wake := model.waitMessages(t, wakeTimeout, s.p.done, "with an inbox notice", func(r *messagesRequest) bool {
+		return strings.Contains(r.last().text(), `receive_messages(notification_id="`)
+	})
+	t.Logf("woken %v after the send", time.Since(sent).Round(time.Millisecond))
+	notice := wake.Messages.last().text()
+	t.Logf("the wake-up turn's last message:\n%s", notice)
+	if !strings.Contains(notice, "[Interlink inbox notice]") {
+		t.Errorf("the wake-up turn's last message lacks %q:\n%s", "[Interlink inbox notice]", notice)
+	}
+	if strings.Contains(notice, body) {
+		t.Errorf("the wake-up turn's last message carries the peer's text:\n%s", notice)
+	}
+	id := noticeIDRE.FindStringSubmatch(notice)[1]
+	if wake.Reply.Tool != recv {
+		t.Fatalf("the model answered the notice with %+v, want a call of %s", wake.Reply, recv)
+	}
+
+	r := model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+recv, func(r *messagesRequest) bool {
+		res, ok := r.lastToolResult()
+		return ok && res.Name == recv
+	})
+	got, _ := r.Messages.lastToolResult()
+	t.Logf("%s(notification_id=%q):\n%s", recv, id, got.Text)
+	if got.IsError || !strings.Contains(got.Text, body) || !strings.Contains(got.Text, "] Receipt: ") {
+		t.Fatalf("%s result (is_error %v): %q, want the message %q with its receipt", recv, got.IsError, got.Text, body)
+	}
+	r = model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+ack, func(r *messagesRequest) bool {
+		res, ok := r.lastToolResult()
+		return ok && res.Name == ack
+	})
+	got, _ = r.Messages.lastToolResult()
+	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1") {
+		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1")
+	}
+	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
+		t.Errorf("wake-up turn: result %+v, want OK", r)
+	}
+	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
 }

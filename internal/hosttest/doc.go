@@ -1,7 +1,9 @@
 //go:build hosttest
 
 // Package hosttest runs the built interlink binaries under real MCP hosts
-// and clients installed from npm, such as the official MCP TypeScript SDK.
+// and clients installed from npm, such as the official MCP TypeScript SDK
+// and Claude Code. Claude Code talks to a fake Messages API on loopback
+// whose answers each test scripts, so no test reaches a real model.
 //
 // The tests build only with the hosttest tag:
 //
