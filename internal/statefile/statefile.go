@@ -106,7 +106,7 @@ func writeAtomic(path string, data []byte) (err error) {
 	if beforeRename != nil {
 		beforeRename(tmpName)
 	}
-	if err := os.Rename(tmpName, path); err != nil {
+	if err := replace(tmpName, path); err != nil {
 		return err
 	}
 	return syncDir(dir)
