@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -125,17 +124,18 @@ func readJSON(t *testing.T, path string, v any) {
 }
 
 func TestShellQuote(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("hook commands are quoted for cmd.exe there")
+	tests := []struct{ goos, in, want string }{
+		{"linux", "/usr/bin/interlink-mcp", "/usr/bin/interlink-mcp"},
+		{"linux", "/a b/c", "'/a b/c'"},
+		{"darwin", "/it's", `'/it'\''s'`},
+		{"linux", "", "''"},
+		{"windows", `C:\Users\me\go\bin\interlink-mcp.exe`, `"C:\Users\me\go\bin\interlink-mcp.exe"`},
+		{"windows", `C:/tools/interlink-mcp.exe`, `C:/tools/interlink-mcp.exe`},
+		{"windows", `C:\Program Files\a"b`, `"C:\Program Files\a\"b"`},
 	}
-	for in, want := range map[string]string{
-		"/usr/bin/interlink-mcp": "/usr/bin/interlink-mcp",
-		"/a b/c":                 "'/a b/c'",
-		"/it's":                  `'/it'\''s'`,
-		"":                       "''",
-	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %q, want %q", in, got, want)
+	for _, tt := range tests {
+		if got := shellQuoteFor(tt.goos, tt.in); got != tt.want {
+			t.Errorf("shellQuoteFor(%s, %q) = %q, want %q", tt.goos, tt.in, got, tt.want)
 		}
 	}
 }

@@ -50,6 +50,27 @@ func TestStateRoot(t *testing.T) {
 	}
 }
 
+// The rules as each system's usual environment meets them.
+func TestStateRootPerSystem(t *testing.T) {
+	tests := []struct {
+		system string
+		env    map[string]string
+		want   string
+	}{
+		{"linux, XDG set", map[string]string{"HOME": "/home/me", "XDG_STATE_HOME": "/home/me/.xdg-state"}, filepath.Join("/home/me/.xdg-state", "interlink")},
+		{"linux, no XDG", map[string]string{"HOME": "/home/me"}, filepath.Join("/home/me", ".local", "state", "interlink")},
+		{"darwin", map[string]string{"HOME": "/Users/me"}, filepath.Join("/Users/me", ".local", "state", "interlink")},
+		{"windows, USERPROFILE only", map[string]string{"USERPROFILE": `C:\Users\me`}, filepath.Join(`C:\Users\me`, ".local", "state", "interlink")},
+		{"windows under Git Bash, HOME wins", map[string]string{"HOME": "/c/Users/me", "USERPROFILE": `C:\Users\me`}, filepath.Join("/c/Users/me", ".local", "state", "interlink")},
+	}
+	for _, tt := range tests {
+		got, err := StateRoot(env(tt.env), "")
+		if err != nil || got != tt.want {
+			t.Errorf("%s: StateRoot = %q, %v; want %q", tt.system, got, err, tt.want)
+		}
+	}
+}
+
 func TestConfigFile(t *testing.T) {
 	got, err := ConfigFile(env(map[string]string{"HOME": "/h"}), "id.key")
 	if want := filepath.Join("/h", ".config", "interlink", "id.key"); got != want || err != nil {
