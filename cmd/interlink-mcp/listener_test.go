@@ -184,8 +184,8 @@ func TestWaitDuplicateListener(t *testing.T) {
 	env := f.env("http://127.0.0.1:1")
 	first := exec.Command("interlink-mcp", "wait", "--session", "dup", "--renew-after-secs", "30")
 	first.Env = env
-	var firstErr bytes.Buffer
-	first.Stderr = &firstErr
+	firstErr := &lockedBuffer{}
+	first.Stderr = firstErr
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestWaitDuplicateListener(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("second listener took %v", d)
 	}
-	if firstErr.Len() != 0 {
-		t.Errorf("first listener wrote %q", firstErr.String())
+	if s := firstErr.String(); s != "" {
+		t.Errorf("first listener wrote %q", s)
 	}
 }
