@@ -381,8 +381,9 @@ func (a *Agent) spawn(f func()) {
 	}()
 }
 
-// Stop ends the session in order: it stops every worker and waits for them
-// (so no announcement can follow the unregister), takes the session off the
+// Stop ends the session in order: it gives queued messages up to
+// DrainTimeout to reach a relay, stops every worker and waits for them (so
+// no announcement can follow the unregister), takes the session off the
 // relays' rosters, and says goodbye to the sessions that last wrote to this
 // one. The last two steps are bounded in time and ignore relay errors. Stop
 // may be called more than once; later calls do nothing.
@@ -394,6 +395,9 @@ func (a *Agent) Stop() {
 	a.mu.Unlock()
 	if already {
 		return
+	}
+	if started && a.isReady() {
+		a.drainOutbox(DrainTimeout)
 	}
 	if stop != nil {
 		stop()
@@ -407,6 +411,32 @@ func (a *Agent) Stop() {
 	if sticky := a.sticky.Snapshot(); len(sticky) > 0 {
 		n := a.announcer.Goodbye(ctx, sticky, a.route, presence.GoodbyeText(a.session))
 		a.log.Debug("goodbyes sent", "peers", len(sticky), "accepted", n)
+	}
+}
+
+// DrainTimeout bounds how long Stop waits for queued messages to reach a
+// relay. The outbox lives in memory, so a message sent just before the
+// session ends (the last act of a one-shot run, say) would otherwise be lost.
+const DrainTimeout = 3 * time.Second
+
+// drainOutbox waits until no message is pending or d has passed.
+func (a *Agent) drainOutbox(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		pending := 0
+		for _, e := range a.outbox.Pending() {
+			if e.State == outbox.StatePending {
+				pending++
+			}
+		}
+		if pending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			a.log.Warn("stopping with messages no relay has taken; they are lost", "count", pending)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -219,3 +219,32 @@ func fakeRoster(t testing.TB, body string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// A message sent right before the session ends still reaches a relay.
+func TestStopDrainsOutbox(t *testing.T) {
+	url, sw := startSwitchableBus(t)
+	alice, bob := pair(t)
+	b := start(t, bob, "b1", []string{url}, nil)
+	onRoster(t, url, bob.key(), "b1")
+	a := start(t, alice, "a1", []string{url}, &nodeOpts{edit: func(c *agent.Config) { c.Timing.Retry = 200 * time.Millisecond }})
+	sw.set("/send", true) // the first attempt fails; the retry comes during Stop
+	a.ok("send_message", map[string]any{"to": "bob", "text": "last words"})
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		sw.set("/send", false)
+	}()
+	a.stop()
+	b.waitText("receive_messages", nil, "last words")
+
+	// With every relay down, Stop gives up after DrainTimeout.
+	c := start(t, alice, "a2", []string{"http://127.0.0.1:1"}, nil)
+	c.ok("send_message", map[string]any{"to": "bob", "session": "b1", "text": "lost"})
+	t0 := time.Now()
+	c.stop()
+	if d := time.Since(t0); d < agent.DrainTimeout || d > agent.DrainTimeout+8*time.Second {
+		t.Errorf("Stop took %v", d)
+	}
+	if !strings.Contains(c.logs.String(), "they are lost") {
+		t.Error("no warning about lost messages")
+	}
+}
