@@ -21,7 +21,9 @@ func TestResolve(t *testing.T) {
 	}{
 		{"linker wins", "v0.1.0", info("v0.2.0"), "v0.1.0"},
 		{"build info", "", info("v0.3.1"), "v0.3.1"},
-		{"pseudo-version", "", info("v0.0.0-20260101000000-0123456789ab+dirty"), "v0.0.0-20260101000000-0123456789ab+dirty"},
+		{"untagged checkout", "", info("v0.0.0-20260101000000-0123456789ab"), "v0.1.0-dev+0123456789ab"},
+		{"untagged, dirty", "", info("v0.0.0-20260101000000-0123456789ab+dirty"), "v0.1.0-dev+0123456789ab.dirty"},
+		{"after a tag", "", info("v0.1.1-0.20260101000000-0123456789ab"), "v0.1.1-0.20260101000000-0123456789ab"},
 		{"devel", "", info("(devel)"), fallback},
 		{"empty module version", "", info(""), fallback},
 		{"no build info", "", noInfo, fallback},
