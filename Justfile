@@ -34,8 +34,8 @@ cross:
       echo "$target ok"
     done
 
-# Release archives for the five targets, with SHA256SUMS, in dist/:
-# just release v0.1.0
+# Example: just release v0.1.0
+# Release archives for the five targets, with SHA256SUMS, in dist/.
 release version:
     #!/usr/bin/env bash
     set -euo pipefail
