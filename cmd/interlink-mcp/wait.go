@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -164,6 +165,12 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 func hookSession(stdin io.Reader) string {
 	if stdin == nil {
 		return "main"
+	}
+	// Run by hand from a terminal there is no hook input to wait for.
+	if f, ok := stdin.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return "main"
+		}
 	}
 	data, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
 	if err != nil {
