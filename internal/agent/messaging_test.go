@@ -208,6 +208,9 @@ func TestTasksAndMarkers(t *testing.T) {
 		t.Errorf("cancel result = %q", res)
 	}
 	b.waitText("receive_messages", nil, `status="canceled"`)
+	if got := a.ok("conversation_history", map[string]any{"peer": "bob"}); !strings.Contains(got, "): [cancel t2] no longer needed") {
+		t.Errorf("history lacks the cancel log line:\n%s", got)
+	}
 	eventually(t, "marker removed by the cancel", func() bool {
 		_, err := os.Stat(marker)
 		return os.IsNotExist(err)

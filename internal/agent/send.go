@@ -86,7 +86,7 @@ func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
 		return "", err
 	}
 	m := identity.Message{Text: text, TaskID: taskID, Status: st, InReplyTo: inReplyTo}
-	msgID, err := a.queue(t, to, &m)
+	msgID, err := a.queue(t, to, text, &m)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +140,7 @@ func (a *Agent) cancelTask(ctx context.Context, args args) (string, error) {
 		text = "canceled"
 	}
 	m := identity.Message{Text: text, TaskID: taskID, Status: identity.Status("canceled")}
-	msgID, err := a.queue(t, to, &m)
+	msgID, err := a.queue(t, to, "[cancel "+taskID+"] "+text, &m)
 	if err != nil {
 		return "", err
 	}
@@ -172,8 +172,8 @@ func (a *Agent) resolvePetname(to string, allowSelf bool) (identity.PublicKey, s
 }
 
 // queue signs m from this session to t and puts it in the outbox, logged
-// under the label peer.
-func (a *Agent) queue(t target, peer string, m *identity.Message) (string, error) {
+// under the label peer with logText.
+func (a *Agent) queue(t target, peer, logText string, m *identity.Message) (string, error) {
 	msgID, err := identity.NewMsgID(nil)
 	if err != nil {
 		return "", fmt.Errorf("new msg_id: %w", err)
@@ -193,7 +193,7 @@ func (a *Agent) queue(t target, peer string, m *identity.Message) (string, error
 	} else if n > MaxSendBody {
 		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
 	}
-	if err := a.outbox.Enqueue(rt, peer, *m); err != nil {
+	if err := a.outbox.EnqueueLogged(rt, peer, logText, *m); err != nil {
 		return "", localState(err)
 	}
 	return msgID, nil

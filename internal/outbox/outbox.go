@@ -177,6 +177,13 @@ func New(relays []Sender, signer *identity.Signer, opts *Options) *Outbox {
 // route. A msg_id already in the log is [ErrDuplicate]. Delivery starts
 // when [Outbox.Run] is active.
 func (o *Outbox) Enqueue(route, peer string, m identity.Message) error {
+	return o.EnqueueLogged(route, peer, m.Text, m)
+}
+
+// EnqueueLogged is [Outbox.Enqueue] with the text the log shows for m given
+// separately, for messages whose log line says more than their text (a
+// cancellation, say).
+func (o *Outbox) EnqueueLogged(route, peer, logText string, m identity.Message) error {
 	if route == "" {
 		return errors.New("outbox: enqueue: empty route")
 	}
@@ -197,7 +204,7 @@ func (o *Outbox) Enqueue(route, peer string, m identity.Message) error {
 	// The log entry exists before the job is queued, so a status query
 	// never misses a message a worker is already sending.
 	o.entries[m.MsgID] = &Entry{
-		MsgID: m.MsgID, Peer: peer, Route: route, Text: m.Text, TS: m.TS,
+		MsgID: m.MsgID, Peer: peer, Route: route, Text: logText, TS: m.TS,
 		State: StatePending,
 	}
 	o.seq[m.MsgID] = o.nextSeq
