@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -198,7 +199,7 @@ func TestUnwritableMailboxKeepsMessageOnRelay(t *testing.T) {
 	alice, bob := pair(t)
 	b := start(t, bob, "b1", []string{url}, nil)
 	// A directory where the mailbox file belongs.
-	path := b.root + "/mailbox/" + bob.key() + "/b1.json"
+	path := filepath.Join(b.root, "mailbox", bob.key(), "b1.json")
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		t.Fatal(err)
 	}

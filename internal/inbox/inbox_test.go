@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -212,7 +213,7 @@ func TestListenIsExclusive(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("first Listen = %v, %v", ok, err)
 	}
-	other, _ := Open(strings.TrimSuffix(b.Path(), "/inbox/s1.jsonl"), "s1")
+	other, _ := Open(filepath.Dir(filepath.Dir(b.Path())), "s1")
 	if _, ok, err := other.Listen(); ok || err != nil {
 		t.Errorf("second Listen = %v, %v; want refused", ok, err)
 	}
