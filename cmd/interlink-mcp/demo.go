@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,20 +48,11 @@ const demoStep = 15 * time.Second
 
 // demo runs the demonstration and returns the exit status.
 func (c *cli) demo(ctx context.Context, args []string) int {
-	fset := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet("demo")
 	var logLevel string
 	fset.StringVar(&logLevel, "log-level", "", "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, demoUsage)
-			return exitOK
-		}
-		return c.fail(exitUsage, "demo: "+err.Error(), helpHint)
-	}
-	if fset.NArg() > 0 {
-		return c.fail(exitUsage, fmt.Sprintf("demo: unexpected argument %q", fset.Arg(0)), helpHint)
+	if code, ok := c.parseFlags(fset, args, demoUsage, "demo: ", exitUsage, helpHint); !ok {
+		return code
 	}
 	log := slog.New(slog.DiscardHandler)
 	if logLevel != "" {

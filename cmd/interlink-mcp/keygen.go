@@ -2,9 +2,7 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -73,22 +71,11 @@ func (c *cli) keygen(args []string) int {
 // keygenConfig parses args. When ok is false the problem has been reported
 // and code is the status to exit with.
 func (c *cli) keygenConfig(args []string) (cfg keygenConfig, code int, ok bool) {
-	fset := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	// The flag package would print its own unprefixed messages and a
-	// generated usage; errors are reported below in the program's format.
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet("keygen")
 	fset.StringVar(&cfg.out, "out", "", "")
 	fset.BoolVar(&cfg.force, "force", false, "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, keygenUsage)
-			return cfg, exitOK, false
-		}
-		return cfg, c.fail(exitUsage, "keygen: "+err.Error(), keygenHint), false
-	}
-	if fset.NArg() > 0 {
-		return cfg, c.fail(exitUsage, fmt.Sprintf("keygen: unexpected argument %q", fset.Arg(0)), keygenHint), false
+	if code, ok := c.parseFlags(fset, args, keygenUsage, "keygen: ", exitUsage, keygenHint); !ok {
+		return cfg, code, false
 	}
 	// An explicit --out wins over the environment; an empty value counts as
 	// not given at all.

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -31,21 +28,10 @@ Options:
 
 // nudge runs the reminder hook. Whatever happens it exits 0.
 func (c *cli) nudge(args []string, stdin io.Reader) int {
-	fset := flag.NewFlagSet("nudge", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet("nudge")
 	var stateDir string
 	fset.StringVar(&stateDir, "state-dir", "", "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, nudgeUsage)
-			return exitOK
-		}
-		c.fail(exitOK, "nudge: "+err.Error())
-		return exitOK
-	}
-	if fset.NArg() > 0 {
-		c.fail(exitOK, fmt.Sprintf("nudge: unexpected argument %q", fset.Arg(0)))
+	if _, ok := c.parseFlags(fset, args, nudgeUsage, "nudge: ", exitOK, ""); !ok {
 		return exitOK
 	}
 	explicit, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")

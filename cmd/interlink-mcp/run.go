@@ -106,38 +106,32 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 }
 
+// commandUsage maps each command to its usage text, for help COMMAND.
+var commandUsage = map[string]string{
+	"serve":    serveUsage,
+	"keygen":   keygenUsage,
+	"setup":    setupUsage,
+	"channels": channelsUsage,
+	"wait":     waitUsage,
+	"nudge":    nudgeUsage,
+	"demo":     demoUsage,
+}
+
 // help prints the usage text, or that of the command named in args.
 func (c *cli) help(args []string) int {
 	switch {
 	case len(args) == 0:
 		fmt.Fprint(c.stdout, usage)
 		return exitOK
-	case len(args) == 1 && args[0] == "keygen":
-		fmt.Fprint(c.stdout, keygenUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "setup":
-		fmt.Fprint(c.stdout, setupUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "channels":
-		fmt.Fprint(c.stdout, channelsUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "wait":
-		fmt.Fprint(c.stdout, waitUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "nudge":
-		fmt.Fprint(c.stdout, nudgeUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "demo":
-		fmt.Fprint(c.stdout, demoUsage)
-		return exitOK
-	case len(args) == 1 && args[0] == "serve":
-		fmt.Fprint(c.stdout, serveUsage)
-		return exitOK
-	case len(args) == 1:
-		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
-	default:
+	case len(args) > 1:
 		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", args[1]), helpHint)
 	}
+	text, ok := commandUsage[args[0]]
+	if !ok {
+		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
+	}
+	fmt.Fprint(c.stdout, text)
+	return exitOK
 }
 
 // fail writes msg as one line prefixed with the program name, then each hint

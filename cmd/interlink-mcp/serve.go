@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -77,9 +76,7 @@ func (u *urlList) Set(s string) error {
 
 // serve runs the MCP server until stdin closes or ctx ends.
 func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
-	fset := flag.NewFlagSet(progName, flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet(progName)
 	var key, peers, name, session, stateDir, host, codexBin, logLevel, db string
 	var urls urlList
 	fset.StringVar(&key, "key", "", "")
@@ -92,15 +89,8 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	fset.StringVar(&codexBin, "codex-bin", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, serveUsage)
-			return exitOK
-		}
-		return c.fail(exitUsage, err.Error(), helpHint)
-	}
-	if fset.NArg() > 0 {
-		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", fset.Arg(0)), helpHint)
+	if code, ok := c.parseFlags(fset, args, serveUsage, "", exitUsage, helpHint); !ok {
+		return code
 	}
 
 	value, source := c.setting(logLevel, "--log-level", "INTERLINK_LOG_LEVEL", "info")

@@ -3,10 +3,7 @@ package main
 import (
 	"embed"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -60,21 +57,12 @@ func (c *cli) setup(args []string) int {
 }
 
 func (c *cli) setupClaude(args []string) int {
-	fset := flag.NewFlagSet("setup claude", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet("setup claude")
 	var dir, stateDir string
 	fset.StringVar(&dir, "dir", "", "")
 	fset.StringVar(&stateDir, "state-dir", "", "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, setupUsage)
-			return exitOK
-		}
-		return c.fail(exitUsage, "setup claude: "+err.Error(), "run 'interlink-mcp help setup'")
-	}
-	if fset.NArg() > 0 {
-		return c.fail(exitUsage, fmt.Sprintf("setup claude: unexpected argument %q", fset.Arg(0)), "run 'interlink-mcp help setup'")
+	if code, ok := c.parseFlags(fset, args, setupUsage, "setup claude: ", exitUsage, "run 'interlink-mcp help setup'"); !ok {
+		return code
 	}
 	home, err := paths.Home(c.getenv)
 	if err != nil {

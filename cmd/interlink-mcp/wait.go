@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -56,22 +54,14 @@ const maxHookInput = 1 << 20
 // stderr; a failure exits 1, never 2, so that it cannot wake the model with
 // an error message.
 func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
-	fset := flag.NewFlagSet("wait", flag.ContinueOnError)
-	fset.SetOutput(io.Discard)
-	fset.Usage = func() {}
+	fset := newFlagSet("wait")
 	var session, renew, stateDir string
 	fset.StringVar(&session, "session", "", "")
 	fset.StringVar(&renew, "renew-after-secs", "", "")
 	fset.StringVar(&stateDir, "state-dir", "", "")
-	if err := fset.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(c.stdout, waitUsage)
-			return exitOK
-		}
-		return c.fail(exitError, "wait: "+err.Error(), "run 'interlink-mcp help wait'")
-	}
-	if fset.NArg() > 0 {
-		return c.fail(exitError, fmt.Sprintf("wait: unexpected argument %q", fset.Arg(0)), "run 'interlink-mcp help wait'")
+	// Exit 1, never 2, on a usage error: 2 would wake the model with it.
+	if code, ok := c.parseFlags(fset, args, waitUsage, "wait: ", exitError, "run 'interlink-mcp help wait'"); !ok {
+		return code
 	}
 	renewAfter := inbox.DefaultRenewAfter
 	if renew != "" {

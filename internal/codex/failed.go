@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -16,7 +17,7 @@ import (
 const MaxFailed = 64
 
 // NoticeSender is the sender of notice entries.
-const NoticeSender = "Interlink"
+const NoticeSender = render.SystemSender
 
 var (
 	// ErrFull means the store holds MaxFailed entries.
