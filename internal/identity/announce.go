@@ -98,7 +98,7 @@ func (a *Announcement) Verify() (PublicKey, error) {
 // MarshalJSON writes a without HTML escaping.
 func (a Announcement) MarshalJSON() ([]byte, error) {
 	type plain Announcement // drops the method, keeps the tags
-	return marshal(plain(a))
+	return Marshal(plain(a))
 }
 
 // UnmarshalJSON decodes an announcement strictly; every error wraps

@@ -71,8 +71,11 @@ func (f fields) u64(key string, required bool) (uint64, bool, error) {
 	return n, true, nil
 }
 
-// marshal encodes v without HTML escaping and without a trailing newline.
-func marshal(v any) ([]byte, error) {
+// Marshal encodes v as interlink writes JSON everywhere (messages,
+// announcements, requests, state files): compact, without escaping <, > and
+// &, and without a trailing newline, so text keeps its bytes as far as JSON
+// allows.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -100,7 +103,7 @@ type wireMessage struct {
 // MarshalJSON writes m with kind always present and the empty optional
 // fields left out.
 func (m Message) MarshalJSON() ([]byte, error) {
-	return marshal(wireMessage{
+	return Marshal(wireMessage{
 		From: m.From, To: m.To, Text: m.Text, TS: m.TS, MsgID: m.MsgID,
 		Kind: m.kind(), TaskID: m.TaskID, Status: m.Status,
 		InReplyTo: m.InReplyTo, ReplyTo: m.ReplyTo, Sig: m.Sig,

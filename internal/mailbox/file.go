@@ -124,17 +124,6 @@ type fileNotice struct {
 	Attempt  int         `json:"attempt"`
 }
 
-// marshal encodes v without HTML escaping and without a trailing newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // encodeRecords returns the JSON array of records as the file stores it.
 func encodeRecords(recs []Record) ([]byte, error) {
 	out := make([]fileRecord, len(recs))
@@ -144,7 +133,7 @@ func encodeRecords(recs []Record) ([]byte, error) {
 			out[i].SupersededBy = &r.SupersededBy
 		}
 	}
-	return marshal(out)
+	return identity.Marshal(out)
 }
 
 // encode returns the whole file for records already encoded by
@@ -158,7 +147,7 @@ func encode(records []byte, n *Notice) ([]byte, error) {
 			fn.Messages[i] = [2]string{m.Sender, m.MsgID}
 		}
 	}
-	notice, err := marshal(fn)
+	notice, err := identity.Marshal(fn)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func (c *Client) URL() string { return c.base }
 // [*StatusError]; [StatusError.Permanent] tells a refusal from a failure
 // worth retrying.
 func (c *Client) Send(ctx context.Context, route string, payload []byte) error {
-	body, err := marshal(struct {
+	body, err := identity.Marshal(struct {
 		To      string          `json:"to"`
 		Payload json.RawMessage `json:"payload"`
 	}{route, payload})
@@ -181,7 +181,7 @@ func (c *Client) Recv(ctx context.Context, route string, wait time.Duration) (De
 func (c *Client) Ack(ctx context.Context, route, ack string) error {
 	// JSON writes the NUL as \u0000, which the bus decodes back to the
 	// same bytes, so the key travels unchanged.
-	body, err := marshal(struct {
+	body, err := identity.Marshal(struct {
 		Me  string `json:"me"`
 		Ack string `json:"ack"`
 	}{route, ack})
@@ -195,7 +195,7 @@ func (c *Client) Ack(ctx context.Context, route, ack string) error {
 // Announce posts a signed presence announcement.
 func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
 	a.AgeMS = nil // the relay stamps its own
-	body, err := marshal(a)
+	body, err := identity.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("relay: announce: encode: %v", err)
 	}
@@ -206,7 +206,7 @@ func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
 // Unregister removes the roster entry of pubkey's session s. The request is
 // unsigned, as the bus checks no signature on it.
 func (c *Client) Unregister(ctx context.Context, pubkey string, s identity.SessionInfo) error {
-	body, err := marshal(struct {
+	body, err := identity.Marshal(struct {
 		PubKey  string               `json:"pubkey"`
 		Session identity.SessionInfo `json:"session"`
 	}{pubkey, s})
@@ -287,17 +287,4 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		return nil, fmt.Errorf("%w: %s from %s: over %d bytes", ErrTooLarge, op, c.base, limit)
 	}
 	return b, nil
-}
-
-// marshal encodes v as compact JSON without escaping <, > and &, so that
-// payload text reaches the bus as the sender wrote it. A json.RawMessage
-// inside v must be valid JSON; it is compacted, never otherwise changed.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
