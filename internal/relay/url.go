@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // ParseURLs turns the configured relay list into base URLs. Each element of
 // list may itself hold several URLs separated by commas. Items are trimmed,
 // empty items are dropped, trailing slashes are removed, and duplicates are
-// dropped keeping the first. Every URL must use the http scheme and name a
-// host; it may carry a path prefix (http://host:port/prefix) but no query,
-// fragment or user information, because request paths are appended to it.
+// dropped keeping the first. Every URL must use the http scheme, name a host
+// and hold no white space or control character; it may carry a path prefix
+// (http://host:port/prefix) but no query, fragment or user information,
+// because request paths are appended to it.
 //
 // Every refused URL yields an error wrapping [ErrBadURL]; a list with no URL
 // at all yields [ErrNoURL].
@@ -48,6 +50,11 @@ func checkURL(raw string) error {
 			err = ue.Err
 		}
 		return fmt.Errorf("%w %q: %v", ErrBadURL, raw, err)
+	}
+	if i := strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
+		// A blank inside a base URL is almost always a typo in a list, and
+		// the request paths appended to it would carry it to the bus.
+		return fmt.Errorf("%w %q: white space or a control character inside the URL", ErrBadURL, raw)
 	}
 	if u.Scheme != "http" {
 		// TLS is deliberately absent: the bus is meant for loopback or a

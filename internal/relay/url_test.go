@@ -36,6 +36,9 @@ func TestParseURLs(t *testing.T) {
 		{name: "unparsable", in: []string{"http://a b:1"}, wantErr: ErrBadURL},
 		{name: "query", in: []string{"http://a:1/?x=1"}, wantErr: ErrBadURL, errText: "query"},
 		{name: "fragment", in: []string{"http://a:1#x"}, wantErr: ErrBadURL, errText: "fragment"},
+		{name: "blank in path", in: []string{"http://0/ /"}, wantErr: ErrBadURL, errText: "white space"},
+		{name: "tab in host", in: []string{"http://a\tb:1"}, wantErr: ErrBadURL},
+		{name: "control in path", in: []string{"http://a:1/p\x01"}, wantErr: ErrBadURL, errText: "control character"},
 		{name: "user info", in: []string{"http://u:p@a:1"}, wantErr: ErrBadURL, errText: "user information"},
 	}
 	for _, tt := range tests {
@@ -63,7 +66,7 @@ func TestParseURLs(t *testing.T) {
 // FuzzParseURLs checks that ParseURLs never panics and that its output is a
 // fixed point: parsing the result again returns it unchanged.
 func FuzzParseURLs(f *testing.F) {
-	for _, s := range []string{"http://a:1/", " http://a:1 ,http://b/p/", "https://x", "http://[::1]:9/", ""} {
+	for _, s := range []string{"http://a:1/", " http://a:1 ,http://b/p/", "https://x", "http://[::1]:9/", "", "http://0/ /"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
