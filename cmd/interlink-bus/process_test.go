@@ -16,10 +16,11 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // startTimeout bounds how long a bus may take to log "bus listening".
@@ -28,28 +29,10 @@ const startTimeout = 10 * time.Second
 // busProc is a running interlink-bus process.
 type busProc struct {
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *testutil.LockedBuffer
 	done chan struct{} // closed when the process has exited
 	code int           // exit status, valid after done
 	base string        // http://ADDR, once listening
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and many readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // busEnv returns this process's environment without any INTERLINK_
@@ -72,7 +55,7 @@ func launch(t testing.TB, env []string, args ...string) *busProc {
 	if err != nil {
 		t.Fatalf("interlink-bus is not on PATH (TestMain puts it there): %v", err)
 	}
-	p := &busProc{logs: &lockedBuffer{}, done: make(chan struct{})}
+	p := &busProc{logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Env = env
 	p.cmd.Stdout = p.logs

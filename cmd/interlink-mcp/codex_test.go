@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 const (
@@ -191,7 +192,7 @@ func TestCodexQueueDelivery(t *testing.T) {
 	if strings.Contains(got, "from a stranger") {
 		t.Error("the stranger's message was delivered")
 	}
-	r := receiptsOf(t, got)
+	r := testutil.Receipts(t, got)
 	cx.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}})
 
 	// The Codex side answers; the Claude side gets a channel notification.
@@ -308,7 +309,7 @@ func TestCodexFailedDeliveries(t *testing.T) {
 		t.Errorf("retried call = %q", calls)
 	}
 	got := cx.ok("receive_messages", nil)
-	r := receiptsOf(t, got)
+	r := testutil.Receipts(t, got)
 	if len(r) != 1 {
 		t.Fatalf("receive = %q", got)
 	}

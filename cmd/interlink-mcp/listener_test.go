@@ -19,6 +19,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // waitRun is one finished run of interlink-mcp wait.
@@ -184,7 +185,7 @@ func TestWaitDuplicateListener(t *testing.T) {
 	env := f.env("http://127.0.0.1:1")
 	first := exec.Command("interlink-mcp", "wait", "--session", "dup", "--renew-after-secs", "30")
 	first.Env = env
-	firstErr := &lockedBuffer{}
+	firstErr := &testutil.LockedBuffer{}
 	first.Stderr = firstErr
 	if err := first.Start(); err != nil {
 		t.Fatal(err)

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rogpeppe/go-internal/testscript"
+
 	"github.com/interlink-go/interlink/internal/cmdline/cmdlinetest"
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {

@@ -20,28 +20,11 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // rpcTimeout bounds every request to a server process.
 const rpcTimeout = 20 * time.Second
-
-// lockedBuffer is a bytes.Buffer safe for one writer and many readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // rpcReply is one JSON-RPC response.
 type rpcReply struct {
@@ -57,7 +40,7 @@ type mcpProc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *lockedBuffer
+	stderr *testutil.LockedBuffer
 	done   chan struct{} // closed when the process has exited
 	code   int           // exit status, valid after done
 
@@ -88,7 +71,7 @@ func launchMCP(t testing.TB, env []string, args ...string) *mcpProc {
 	if err != nil {
 		t.Fatalf("interlink-mcp is not on PATH (TestMain puts it there): %v", err)
 	}
-	p := &mcpProc{t: t, stderr: &lockedBuffer{}, done: make(chan struct{}), pending: map[int]chan rpcReply{}}
+	p := &mcpProc{t: t, stderr: &testutil.LockedBuffer{}, done: make(chan struct{}), pending: map[int]chan rpcReply{}}
 	p.cmd = exec.Command(path, args...)
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr

@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // onRoster reports whether the relay at url lists key#session.
@@ -199,7 +200,7 @@ func TestTwoAgents(t *testing.T) {
 	}
 
 	// bob consumes everything so far.
-	for _, r := range receiptsOf(t, bob.ok("receive_messages", map[string]any{"limit": 100})) {
+	for _, r := range testutil.Receipts(t, bob.ok("receive_messages", map[string]any{"limit": 100})) {
 		bob.ok("acknowledge_messages", map[string]any{"messages": []any{r}})
 	}
 	if got := bob.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {
@@ -230,7 +231,7 @@ func TestTwoAgents(t *testing.T) {
 	if strings.Count(got, "survive the crash") != 1 {
 		t.Fatalf("after restart: %q", got)
 	}
-	rs := receiptsOf(t, got)
+	rs := testutil.Receipts(t, got)
 	if len(rs) != 1 {
 		t.Fatalf("receipts = %v", rs)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // queueDepth reports whether the relay holds a message for rt, without
@@ -265,7 +266,7 @@ func TestSameSessionTwice(t *testing.T) {
 	if got1 != got2 {
 		t.Errorf("the two views differ:\n%s\n---\n%s", got1, got2)
 	}
-	r := receipts(t, got1)
+	r := testutil.Receipts(t, got1)
 	if got := b2.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(got, "Acknowledged 1") {
 		t.Errorf("ack = %q", got)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // fastTiming makes the workers quick enough for tests.
@@ -89,24 +90,6 @@ func writeFile(t testing.TB, path, data string) {
 	}
 }
 
-// logBuffer collects log output written from several goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // node is a running agent with an in-process MCP client.
 type node struct {
 	t     testing.TB
@@ -115,7 +98,7 @@ type node struct {
 	c     *client.Client
 	sink  *delivery.Memory
 	root  string
-	logs  *logBuffer
+	logs  *testutil.LockedBuffer
 	init  *mcp.InitializeResult
 	drops *dropLog
 }
@@ -152,7 +135,7 @@ func start(t testing.TB, id *ident, session string, urls []string, o *nodeOpts) 
 	if o == nil {
 		o = &nodeOpts{}
 	}
-	n := &node{t: t, id: id, root: o.root, logs: &logBuffer{}, drops: &dropLog{}}
+	n := &node{t: t, id: id, root: o.root, logs: &testutil.LockedBuffer{}, drops: &dropLog{}}
 	if n.root == "" {
 		n.root = t.TempDir()
 	}
@@ -291,13 +274,7 @@ func (n *node) waitText(name string, args map[string]any, want string) string {
 // eventually polls cond until it holds, failing after 15 s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 15*time.Second, what, cond)
 }
 
 // onRoster waits until the relay at url lists key#session.
@@ -376,24 +353,6 @@ func msgID(t testing.TB, result string) string {
 	}
 	id, _, _ := strings.Cut(rest, ")")
 	return id
-}
-
-// receipts parses the receipts out of a receive_messages result.
-func receipts(t testing.TB, text string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(text, "\n") {
-		_, js, ok := strings.Cut(line, "] Receipt: ")
-		if !ok || !strings.HasPrefix(line, "[") {
-			continue
-		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(js), &r); err != nil {
-			t.Fatalf("receipt %q: %v", js, err)
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // pair makes two identities peers of each other: a calls b "bob", b calls a

@@ -12,6 +12,7 @@ import (
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/inbox"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // Item 41: in channel mode a notice arrives as notifications/claude/channel
@@ -57,7 +58,7 @@ func TestChannelNotification(t *testing.T) {
 	if !strings.Contains(recv, "over the channel") || !strings.HasPrefix(recv, "[notification_sent] Receipt: ") {
 		t.Errorf("receive = %q", recv)
 	}
-	r := receipts(t, recv)
+	r := testutil.Receipts(t, recv)
 	if ack := b.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(ack, "Acknowledged 1") {
 		t.Errorf("ack = %q", ack)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // Item 4 (Claude half): capabilities and instructions.
@@ -77,7 +78,7 @@ func TestSendToLiveSession(t *testing.T) {
 		t.Errorf("receive_messages = %q", got)
 	}
 	b.waitText("message_status", map[string]any{"msg_id": id}, "[inbox_queued] Receipt: ")
-	recs := receipts(t, got)
+	recs := testutil.Receipts(t, got)
 	if len(recs) != 1 || recs[0]["sender"] != alice.key() || recs[0]["msg_id"] != id {
 		t.Fatalf("receipts = %v", recs)
 	}

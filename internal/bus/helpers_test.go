@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // testEpoch is where the fake clock starts: a fixed time in Unix ms.
@@ -305,13 +307,7 @@ func httpDo(tb testing.TB, client *http.Client, req *http.Request) (int, []byte)
 // waitFor polls cond until it holds, failing after d.
 func waitFor(tb testing.TB, d time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(tb, d, what, cond)
 }
 
 // settleGoroutines waits until the goroutine count is at most limit.

@@ -22,6 +22,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // mySession is the session of the identity under test.
@@ -43,24 +44,6 @@ func newSigner(tb testing.TB, b byte) *identity.Signer {
 	return s
 }
 
-// logBuffer collects log output; loops write to it from other goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer // guarded by mu
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is one identity ("me", session me-1) with its stores in a temporary
 // state root, a peer alice listed in peers.json, and a stranger eve.
 type fixture struct {
@@ -76,7 +59,7 @@ type fixture struct {
 	pair      *pairing.Store
 	gate      *gate.Gate
 	sticky    *inbound.Sticky
-	logs      *logBuffer
+	logs      *testutil.LockedBuffer
 	logger    *slog.Logger
 
 	mu      sync.Mutex
@@ -91,7 +74,7 @@ func newFixture(tb testing.TB) *fixture {
 		me:    newSigner(tb, 1),
 		alice: newSigner(tb, 2),
 		eve:   newSigner(tb, 3),
-		logs:  &logBuffer{},
+		logs:  &testutil.LockedBuffer{},
 	}
 	f.logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.meRoute = route.New(f.me.Public().String(), mySession)
@@ -249,13 +232,7 @@ func start(tb testing.TB, l *inbound.Loop) (stop func()) {
 // eventually polls cond until it holds, failing the test after 10 s.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(tb, 10*time.Second, what, cond)
 }
 
 // queued reports whether the relay at url holds a message for route. It

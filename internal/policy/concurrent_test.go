@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // The test binary doubles as the writer processes of
@@ -98,12 +99,12 @@ func TestConcurrentProcesses(t *testing.T) {
 
 	began := time.Now()
 	cmds := make([]*exec.Cmd, writers)
-	outs := make([]*lockedBuffer, writers)
+	outs := make([]*testutil.LockedBuffer, writers)
 	for i := range cmds {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestConcurrentProcesses$", "-test.count=1")
 		cmd.Env = append(os.Environ(),
 			childEnv+"="+strconv.Itoa(i), childPathEnv+"="+path, childStartEnv+"="+start)
-		outs[i] = new(lockedBuffer)
+		outs[i] = new(testutil.LockedBuffer)
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -179,23 +180,4 @@ func TestConcurrentProcesses(t *testing.T) {
 	}
 	t.Logf("%d writers added %d peers in %v; %d concurrent reads all parsed",
 		writers, p.Len(), time.Since(began).Round(time.Millisecond), reads)
-}
-
-// lockedBuffer collects a child's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // testBus is a real in-memory bus on loopback that counts announcements.
@@ -64,13 +65,7 @@ func signer(tb testing.TB, b byte) *identity.Signer {
 // timeout.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(tb, 10*time.Second, what, cond)
 }
 
 // start runs a.Run until the returned stop function is called or the test

@@ -1,0 +1,87 @@
+package testutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// LockedBuffer is a bytes.Buffer that many goroutines may write to while a
+// test reads it, typically as the destination of a logger or of a child
+// process's output. The zero value is ready to use.
+type LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // guarded by mu
+}
+
+// Write appends p to the buffer.
+func (b *LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// maxPoll is the longest pause between two checks of [Eventually].
+const maxPoll = 20 * time.Millisecond
+
+// Eventually calls cond until it reports true, and fails tb with what when
+// it still does not after timeout. It checks again after 1 ms, then backs
+// off to one check every 20 ms, so short waits stay short without
+// spinning through long ones.
+func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	pause := time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, maxPoll)
+	}
+}
+
+// Receipts returns the receipts listed in text, a receive_messages or
+// message_status result, as [ParseReceipts] does, and fails tb when one is
+// not valid JSON.
+func Receipts(tb testing.TB, text string) []map[string]any {
+	tb.Helper()
+	out, err := ParseReceipts(text)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// ParseReceipts returns the receipts listed in text, a receive_messages or
+// message_status result: every line of the form "[<state>] Receipt: {...}"
+// contributes its JSON object, in order. It fails on a receipt that is not
+// valid JSON. Unlike [Receipts] it may run outside the test's goroutine,
+// for instance in the handler of a fake model.
+func ParseReceipts(text string) ([]map[string]any, error) {
+	var out []map[string]any
+	for line := range strings.Lines(text) {
+		line = strings.TrimRight(line, "\r\n")
+		_, js, ok := strings.Cut(line, "] Receipt: ")
+		if !ok || !strings.HasPrefix(line, "[") {
+			continue
+		}
+		var r map[string]any
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			return nil, fmt.Errorf("receipt %q: %w", js, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

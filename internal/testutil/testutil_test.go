@@ -1,0 +1,106 @@
+package testutil
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLockedBufferConcurrentWrites(t *testing.T) {
+	var b LockedBuffer
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 100 {
+				fmt.Fprintf(&b, "%d\n", i)
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(b.String(), "\n"); n != 800 {
+		t.Fatalf("got %d lines, want 800", n)
+	}
+}
+
+func TestEventuallyReturnsOnceTrue(t *testing.T) {
+	var calls atomic.Int32
+	Eventually(t, 10*time.Second, "third call", func() bool { return calls.Add(1) >= 3 })
+	if got := calls.Load(); got != 3 {
+		t.Fatalf("cond called %d times, want 3", got)
+	}
+}
+
+// recorder is a testing.TB that records a fatal failure instead of ending
+// the goroutine, so the failure path of Eventually can be checked.
+type recorder struct {
+	testing.TB
+	failed string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed = fmt.Sprintf(format, args...)
+	panic(r)
+}
+
+func (r *recorder) Fatal(args ...any) {
+	r.failed = fmt.Sprint(args...)
+	panic(r)
+}
+
+func TestEventuallyFailsAfterTimeout(t *testing.T) {
+	rec := &recorder{TB: t}
+	start := time.Now()
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != rec {
+				panic(p)
+			}
+		}()
+		Eventually(rec, 30*time.Millisecond, "never", func() bool { return false })
+	}()
+	if !strings.Contains(rec.failed, "waiting for never") {
+		t.Fatalf("failure message %q does not name the condition", rec.failed)
+	}
+	if waited := time.Since(start); waited < 30*time.Millisecond {
+		t.Fatalf("gave up after %v, before the 30ms timeout", waited)
+	}
+}
+
+func TestReceipts(t *testing.T) {
+	text := strings.Join([]string{
+		"2 messages",
+		`[stored] Receipt: {"sender":"k1","msg_id":"m1"}` + "\r",
+		"  body that mentions ] Receipt: but is not a receipt line",
+		`[read] Receipt: {"sender":"k2","msg_id":"m2"}`,
+	}, "\n")
+	got := Receipts(t, text)
+	want := []map[string]any{
+		{"sender": "k1", "msg_id": "m1"},
+		{"sender": "k2", "msg_id": "m2"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("Receipts (-want +got):\n%s", diff)
+	}
+}
+
+func TestReceiptsBadJSON(t *testing.T) {
+	rec := &recorder{TB: t}
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != rec {
+				panic(p)
+			}
+		}()
+		Receipts(rec, "[stored] Receipt: {not json")
+	}()
+	if !strings.Contains(rec.failed, "{not json") {
+		t.Fatalf("failure %q does not quote the bad receipt", rec.failed)
+	}
+}
