@@ -36,24 +36,36 @@ func (a *Agent) pairingLoop(ctx context.Context) {
 
 // pairingPass tries each queued job once, in order. A job is re-signed with
 // the current time (same msg_id, so a request id still matches) and offered
-// to every relay; once one takes it, it leaves the queue. A job no relay
-// takes ends the pass, to be retried on the next one. A job that could never
-// be sent (it fails the checks of pairing.Resign) is removed and logged.
+// to every relay; once one takes it, it is done. A job no relay takes ends
+// the pass, to be retried on the next one. A job that could never be sent
+// (it fails the checks of pairing.Resign) is dropped and logged.
+//
+// The done jobs leave the queue together when the pass ends, in one write
+// of the pairing file: a queue of QueueCap jobs drains in one pass instead
+// of rewriting the file once per job. A process that dies during a pass
+// sends its done jobs again after the restart; the receiver takes a
+// repeated msg_id as a replay.
 func (a *Agent) pairingPass(ctx context.Context) {
 	st, err := a.pairing.Load()
 	if err != nil {
 		a.log.Warn("pairing state unreadable; will retry", "err", err)
 		return
 	}
+	var sent, dropped []string
+	defer func() {
+		if err := a.pairing.Drop(dropped...); err != nil {
+			a.log.Warn("pairing jobs not dropped", "msg_ids", dropped, "err", err)
+		}
+		if err := a.pairing.Sent(sent...); err != nil {
+			a.log.Warn("sent pairing jobs not removed; they may be sent again", "msg_ids", sent, "err", err)
+		}
+	}()
 	for _, job := range st.Queued {
 		m, err := pairing.Resign(job, a.signer, a.now())
 		if err != nil {
 			if errors.Is(err, pairing.ErrBadJob) {
 				a.log.Warn("pairing job dropped", "msg_id", job.Msg.MsgID, "err", err)
-				if err := a.pairing.Drop(job.Msg.MsgID); err != nil {
-					a.log.Warn("pairing job not dropped", "msg_id", job.Msg.MsgID, "err", err)
-					return
-				}
+				dropped = append(dropped, job.Msg.MsgID)
 				continue
 			}
 			a.log.Warn("pairing job not sent", "msg_id", job.Msg.MsgID, "err", err)
@@ -76,9 +88,6 @@ func (a *Agent) pairingPass(ctx context.Context) {
 			return
 		}
 		a.log.Info("pairing message sent", "kind", string(m.Kind), "msg_id", m.MsgID, "relays", accepted)
-		if err := a.pairing.Sent(m.MsgID); err != nil {
-			a.log.Warn("sent pairing job not removed; it may be sent again", "msg_id", m.MsgID, "err", err)
-			return
-		}
+		sent = append(sent, m.MsgID)
 	}
 }

@@ -285,10 +285,10 @@ func enqueue(q []Job, j Job) ([]Job, error) {
 	return append(q, j), nil
 }
 
-// removeJobs returns q without the jobs whose message has msgID, and whether
-// any was removed.
-func removeJobs(q []Job, msgID string) ([]Job, bool) {
+// removeJobs returns q without the jobs whose message has one of msgIDs,
+// and whether any was removed.
+func removeJobs(q []Job, msgIDs []string) ([]Job, bool) {
 	n := len(q)
-	q = slices.DeleteFunc(q, func(j Job) bool { return j.Msg.MsgID == msgID })
+	q = slices.DeleteFunc(q, func(j Job) bool { return slices.Contains(msgIDs, j.Msg.MsgID) })
 	return q, len(q) != n
 }

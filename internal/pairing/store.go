@@ -192,7 +192,7 @@ func (s *Store) Request(req Request, build func(requestID string) (Job, error)) 
 		if i := slices.IndexFunc(st.Outbound, func(r Request) bool { return r.Key == req.Key }); i >= 0 && st.Outbound[i].RequestID != "" {
 			id = st.Outbound[i].RequestID
 		}
-		st.Queued, _ = removeJobs(st.Queued, id)
+		st.Queued, _ = removeJobs(st.Queued, []string{id})
 		job, err := build(id)
 		if err != nil {
 			return false, err
@@ -344,24 +344,28 @@ func (s *Store) Complete(key, requestID string) error {
 	})
 }
 
-// Sent removes the queued jobs whose message has msgID, once a relay has
-// taken it. Removing a job that is not there is not an error.
-func (s *Store) Sent(msgID string) error {
-	return s.removeJobs(msgID)
+// Sent removes the queued jobs whose message has one of msgIDs, once a
+// relay has taken them, in one locked update. Removing a job that is not
+// there is not an error.
+func (s *Store) Sent(msgIDs ...string) error {
+	return s.removeJobs(msgIDs)
 }
 
-// Drop removes the queued jobs whose message has msgID because they can
-// never be sent (see [ErrBadJob]), so that they stop holding back the jobs
-// behind them. It changes the file as [Store.Sent] does; the caller logs why
-// the job was dropped.
-func (s *Store) Drop(msgID string) error {
-	return s.removeJobs(msgID)
+// Drop removes the queued jobs whose message has one of msgIDs because they
+// can never be sent (see [ErrBadJob]), so that they stop holding back the
+// jobs behind them. It changes the file as [Store.Sent] does; the caller
+// logs why each job was dropped.
+func (s *Store) Drop(msgIDs ...string) error {
+	return s.removeJobs(msgIDs)
 }
 
-func (s *Store) removeJobs(msgID string) error {
+func (s *Store) removeJobs(msgIDs []string) error {
+	if len(msgIDs) == 0 {
+		return nil
+	}
 	return s.update(func(st *State) (bool, error) {
 		var removed bool
-		st.Queued, removed = removeJobs(st.Queued, msgID)
+		st.Queued, removed = removeJobs(st.Queued, msgIDs)
 		return removed, nil
 	})
 }

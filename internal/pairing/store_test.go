@@ -493,10 +493,10 @@ func TestReject(t *testing.T) {
 
 func TestSentAndDrop(t *testing.T) {
 	f := newFixture(t)
-	for i := range 3 {
+	for i := range 5 {
 		f.request(t, signer(t, i), "p", fmt.Sprint("r", i), baseTime)
 	}
-	if err := f.store.Sent("r1"); err != nil {
+	if err := f.store.Sent("r1", "r3"); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.store.Drop("r0"); err != nil {
@@ -505,12 +505,19 @@ func TestSentAndDrop(t *testing.T) {
 	if err := f.store.Sent("unknown"); err != nil {
 		t.Fatal(err)
 	}
-	st := f.load(t)
-	if len(st.Queued) != 1 || st.Queued[0].Msg.MsgID != "r2" {
-		t.Errorf("queue = %+v, want only r2", st.Queued)
+	if err := f.store.Sent(); err != nil {
+		t.Fatal(err)
 	}
-	if len(st.Outbound) != 3 {
-		t.Errorf("outbound holds %d, want 3: sending a knock does not retire its request", len(st.Outbound))
+	st := f.load(t)
+	var left []string
+	for _, j := range st.Queued {
+		left = append(left, j.Msg.MsgID)
+	}
+	if !slices.Equal(left, []string{"r2", "r4"}) {
+		t.Errorf("queue holds %q, want [r2 r4] in order", left)
+	}
+	if len(st.Outbound) != 5 {
+		t.Errorf("outbound holds %d, want 5: sending a knock does not retire its request", len(st.Outbound))
 	}
 }
 
