@@ -43,8 +43,9 @@ func (a *Agent) pairingLoop(ctx context.Context) {
 // The done jobs leave the queue together when the pass ends, in one write
 // of the pairing file: a queue of QueueCap jobs drains in one pass instead
 // of rewriting the file once per job. A process that dies during a pass
-// sends its done jobs again after the restart; the receiver takes a
-// repeated msg_id as a replay.
+// sends its done jobs again after the restart, which is harmless: the
+// receiver drops a repeat as a replay, stores a repeated knock over the
+// first, and ignores a confirmation it already acted on.
 func (a *Agent) pairingPass(ctx context.Context) {
 	st, err := a.pairing.Load()
 	if err != nil {
