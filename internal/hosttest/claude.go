@@ -73,10 +73,7 @@ func errString(err error) string {
 // claudeHost runs the claude executable with a private HOME, configuration
 // folder and state folders, pointed at a fake model.
 type claudeHost struct {
-	bin  string
-	home string
-	dir  string   // the working directory: a project folder in home
-	env  []string // see [newClaudeHost]
+	host // env: see [newClaudeHost]
 }
 
 // newClaudeHost prepares to run bin with home as HOME: no variables of
@@ -90,19 +87,10 @@ type claudeHost struct {
 // network it retries for about 18 s before each command.
 func newClaudeHost(t testing.TB, bin, home, modelURL string, extra ...string) *claudeHost {
 	t.Helper()
-	h := &claudeHost{bin: bin, home: home, dir: filepath.Join(home, "project")}
-	for _, d := range []string{h.dir, filepath.Join(home, ".claude-config")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	own := func(name string) bool {
+		return strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE_")
 	}
-	for _, kv := range hostEnv(home) {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "ANTHROPIC_") || strings.HasPrefix(name, "CLAUDE_") {
-			continue
-		}
-		h.env = append(h.env, kv)
-	}
+	h := &claudeHost{host: newHost(t, "claude", bin, home, own, filepath.Join(home, ".claude-config"))}
 	h.env = append(h.env,
 		"CLAUDE_CONFIG_DIR="+filepath.Join(home, ".claude-config"),
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -111,30 +99,6 @@ func newClaudeHost(t testing.TB, bin, home, modelURL string, extra ...string) *c
 	)
 	h.env = append(h.env, extra...)
 	return h
-}
-
-// command returns a command running claude with args in h's folder and
-// environment.
-func (h *claudeHost) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(h.bin, args...)
-	cmd.Dir = h.dir
-	cmd.Env = h.env
-	return cmd
-}
-
-// run runs claude with args and no input for up to timeout and returns
-// its stdout; a failed run fails the test.
-func (h *claudeHost) run(t testing.TB, timeout time.Duration, args ...string) string {
-	t.Helper()
-	cmd := h.command(args...)
-	var stdout lockedBuffer
-	cmd.Stdout = &stdout
-	p := start(t, "claude "+strings.Join(args[:min(2, len(args))], " "), cmd)
-	killDetached(t, p)
-	if err := p.wait(t, timeout); err != nil {
-		t.Fatalf("hosttest: claude %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), p.stderr.String())
-	}
-	return stdout.String()
 }
 
 // claudeTurnTimeout bounds a claude run of a few turns against the fake

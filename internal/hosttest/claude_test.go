@@ -5,7 +5,6 @@ package hosttest
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,22 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// newIdentity creates a key and an empty peers.json in a folder of home
-// other than the default one, so that a server that does not get the
-// paths does not start, and returns their paths.
-func newIdentity(t *testing.T, home string) (key, peers string) {
-	t.Helper()
-	conf := filepath.Join(home, "identity")
-	key = filepath.Join(conf, "id.key")
-	keygen(t, home, key)
-	peers = filepath.Join(conf, "peers.json")
-	if err := os.WriteFile(peers, []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return key, peers
-}
+	"github.com/interlink-go/interlink/internal/testutil"
+)
 
 // TestClaudeMCPAddList registers interlink-mcp with claude mcp add and
 // checks that claude mcp list, which starts each server and initializes
@@ -36,17 +22,16 @@ func newIdentity(t *testing.T, home string) (key, peers string) {
 func TestClaudeMCPAddList(t *testing.T) {
 	bin := claudeCLI(t)
 	home := t.TempDir()
-	bus := startBus(t, home)
-	key, peers := newIdentity(t, home)
+	w := newWorld(t, home)
 	model := newFakeModel(t)
 	h := newClaudeHost(t, bin, home, model.url)
 	mcp := filepath.Join(binaries(t), "interlink-mcp")
 
 	h.run(t, claudeCommandTimeout, "mcp", "add", "interlink", "-s", "user", "--",
-		mcp, "--key", key, "--peers", peers, "--url", bus)
+		mcp, "--key", w.key, "--peers", w.peers, "--url", w.bus)
 	// The same server with a key file that does not exist exits at once.
 	h.run(t, claudeCommandTimeout, "mcp", "add", "broken", "-s", "user", "--",
-		mcp, "--key", filepath.Join(home, "missing.key"), "--peers", peers, "--url", bus)
+		mcp, "--key", filepath.Join(home, "missing.key"), "--peers", w.peers, "--url", w.bus)
 
 	out := h.run(t, claudeCommandTimeout, "mcp", "list")
 	t.Logf("claude mcp list:\n%s", out)
@@ -99,13 +84,10 @@ func setupPlugin(t *testing.T, home string) string {
 func TestClaudePrintSendMessage(t *testing.T) {
 	bin := claudeCLI(t)
 	home := t.TempDir()
-	bus := startBus(t, home)
-	key, peers := newIdentity(t, home)
+	w := newWorld(t, home)
 	plugin := setupPlugin(t, home)
-	mcp := filepath.Join(binaries(t), "interlink-mcp")
 
-	peer := startSDKClient(t, "peer-b", hostEnv(home),
-		mcp, "--key", key, "--peers", peers, "--url", bus, "--session", "peer-b", "--log-level", "debug")
+	peer := startSDKClient(t, "peer-b", hostEnv(home), w.serverArgv(t, "peer-b")...)
 
 	send, status := pluginTool("send_message"), pluginTool("message_status")
 	input := map[string]any{"to": "self", "session": "peer-b", "text": "hello from claude"}
@@ -139,8 +121,7 @@ func TestClaudePrintSendMessage(t *testing.T) {
 		return modelReply{Tool: status, Input: map[string]any{"msg_id": msgID}}, true
 	}
 	model := newFakeModel(t, callOnce("__send_message", input), untilAccepted)
-	h := newClaudeHost(t, bin, home, model.url,
-		"INTERLINK_KEY="+key, "INTERLINK_PEERS="+peers, "INTERLINK_URL="+bus, "INTERLINK_LOG_LEVEL=debug")
+	h := newClaudeHost(t, bin, home, model.url, w.serverEnv()...)
 
 	cmd := h.command("-p", "Say hello to the session peer-b.",
 		"--plugin-dir", plugin, "--output-format", "json", "--no-session-persistence",
@@ -199,10 +180,8 @@ var noticeIDRE = regexp.MustCompile(`receive_messages\(notification_id="([^"]+)"
 func TestClaudeStopHookWakes(t *testing.T) {
 	bin := claudeCLI(t)
 	home := t.TempDir()
-	bus := startBus(t, home)
-	key, peers := newIdentity(t, home)
+	w := newWorld(t, home)
 	plugin := setupPlugin(t, home)
-	mcp := filepath.Join(binaries(t), "interlink-mcp")
 	session := newUUID(t)
 
 	recv, ack := pluginTool("receive_messages"), pluginTool("acknowledge_messages")
@@ -224,19 +203,14 @@ func TestClaudeStopHookWakes(t *testing.T) {
 		if !ok || res.Name != recv || res.IsError {
 			return modelReply{}, false
 		}
-		var receipts []any
-		for line := range strings.Lines(res.Text) {
-			_, after, ok := strings.Cut(line, "] Receipt: ")
-			var receipt map[string]any
-			if ok && strings.HasPrefix(line, "[") && json.Unmarshal([]byte(after), &receipt) == nil {
-				receipts = append(receipts, receipt)
-			}
+		receipts, err := testutil.ParseReceipts(res.Text)
+		if err != nil {
+			return modelReply{}, false
 		}
 		return modelReply{Tool: ack, Input: map[string]any{"messages": receipts}}, true
 	}
 	model := newFakeModel(t, receive, acknowledge)
-	h := newClaudeHost(t, bin, home, model.url,
-		"INTERLINK_KEY="+key, "INTERLINK_PEERS="+peers, "INTERLINK_URL="+bus, "INTERLINK_LOG_LEVEL=debug")
+	h := newClaudeHost(t, bin, home, model.url, w.serverEnv()...)
 
 	began := time.Now()
 	s := h.startSession(t, "--print", "--input-format", "stream-json", "--output-format", "stream-json",
@@ -248,8 +222,7 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	}
 	t.Logf("first turn done after %v", time.Since(began).Round(time.Millisecond))
 
-	peer := startSDKClient(t, "peer-a", hostEnv(home),
-		mcp, "--key", key, "--peers", peers, "--url", bus, "--session", "peer-a", "--log-level", "debug")
+	peer := startSDKClient(t, "peer-a", hostEnv(home), w.serverArgv(t, "peer-a")...)
 	// The Claude session's server took Claude's session id.
 	peer.callUntil(t, "discover", nil, session, deliveryTimeout)
 	const body = "hello from peer-a"

@@ -41,12 +41,9 @@ func codexCLI(t *testing.T) string {
 // codexHost runs codex with a private HOME and CODEX_HOME, configured by
 // [newCodexHost].
 type codexHost struct {
-	bin       string
-	home      string
-	codexHome string   // home/.codex
-	dir       string   // the working directory: a project folder in home
-	config    string   // codexHome/config.toml
-	env       []string // see [newCodexHost]
+	host             // env: see [newCodexHost]
+	codexHome string // home/.codex
+	config    string // codexHome/config.toml
 }
 
 // newCodexHost prepares to run bin with home as HOME and home/.codex as
@@ -58,19 +55,10 @@ type codexHost struct {
 // own environment that configures Codex or the OpenAI API passes.
 func newCodexHost(t testing.TB, bin, home, modelURL string, serverEnv ...string) *codexHost {
 	t.Helper()
-	h := &codexHost{bin: bin, home: home, codexHome: filepath.Join(home, ".codex"), dir: filepath.Join(home, "project")}
+	codexHome := filepath.Join(home, ".codex")
+	own := func(name string) bool { return strings.HasPrefix(name, "OPENAI_") || name == "RUST_LOG" }
+	h := &codexHost{host: newHost(t, "codex", bin, home, own, codexHome), codexHome: codexHome}
 	h.config = filepath.Join(h.codexHome, "config.toml")
-	for _, d := range []string{h.dir, h.codexHome} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, kv := range hostEnv(home) {
-		if strings.HasPrefix(kv, "OPENAI_") || strings.HasPrefix(kv, "RUST_LOG=") {
-			continue
-		}
-		h.env = append(h.env, kv)
-	}
 	h.env = append(h.env, "CODEX_HOME="+h.codexHome)
 
 	setup := codexSetup(t, home, h.codexHome)
@@ -135,29 +123,6 @@ func codexSetup(t testing.TB, home, codexHome string) string {
 		t.Fatalf("hosttest: interlink-mcp setup codex: %v\n%s", err, stderr.String())
 	}
 	return string(out)
-}
-
-// command returns a command running codex with args in h's folder and
-// environment.
-func (h *codexHost) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(h.bin, args...)
-	cmd.Dir = h.dir
-	cmd.Env = h.env
-	return cmd
-}
-
-// run runs codex with args and no input for up to timeout and returns its
-// stdout; a failed run fails the test.
-func (h *codexHost) run(t testing.TB, timeout time.Duration, args ...string) string {
-	t.Helper()
-	cmd := h.command(args...)
-	var stdout lockedBuffer
-	cmd.Stdout = &stdout
-	p := start(t, "codex "+strings.Join(args, " "), cmd)
-	if err := p.wait(t, timeout); err != nil {
-		t.Fatalf("hosttest: codex %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), p.stderr.String())
-	}
-	return stdout.String()
 }
 
 // codexHook is one entry of the app server's hooks/list.

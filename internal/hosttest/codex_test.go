@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // codexTurnTimeout bounds one turn of Codex against the fake model,
@@ -25,41 +27,30 @@ const codexTurnTimeout = 60 * time.Second
 // runs every second.
 const codexWakeTimeout = 20 * time.Second
 
-// codexEnv is a Codex test's world: a bus, an identity, and the settings
-// the interlink server needs, which go into its env table in config.toml.
+// codexEnv is a Codex test's world, with a state folder for its interlink
+// servers, whose settings go into their env table in config.toml.
 type codexEnv struct {
-	home, bus, key, peers, state string
+	*world
+	state string
 }
 
 // newCodexEnv starts a bus and creates an identity in home.
 func newCodexEnv(t *testing.T, home string) *codexEnv {
 	t.Helper()
-	e := &codexEnv{home: home, bus: startBus(t, home), state: filepath.Join(home, "interlink-state")}
-	conf := filepath.Join(home, "identity")
-	e.key = filepath.Join(conf, "id.key")
-	keygen(t, home, e.key)
-	e.peers = filepath.Join(conf, "peers.json")
-	if err := os.WriteFile(e.peers, []byte("{}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return &codexEnv{world: newWorld(t, home), state: filepath.Join(home, "interlink-state")}
 }
 
 // serverEnv returns the interlink server's environment, extra last.
 func (e *codexEnv) serverEnv(extra ...string) []string {
-	return append([]string{
-		"INTERLINK_KEY=" + e.key, "INTERLINK_PEERS=" + e.peers, "INTERLINK_URL=" + e.bus,
-		"INTERLINK_STATE_DIR=" + e.state, "INTERLINK_LOG_LEVEL=debug",
-	}, extra...)
+	return e.world.serverEnv(append([]string{"INTERLINK_STATE_DIR=" + e.state}, extra...)...)
 }
 
 // startPeer starts interlink-mcp in Claude mode with the same key as the
 // session session, driven by the test over stdio.
 func (e *codexEnv) startPeer(t *testing.T, session string) *rpcConn {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binaries(t), "interlink-mcp"),
-		"--key", e.key, "--peers", e.peers, "--url", e.bus, "--state-dir", e.state,
-		"--session", session, "--log-level", "debug")
+	argv := e.serverArgv(t, session, "--state-dir", e.state)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = hostEnv(e.home)
 	peer := startRPC(t, session, cmd)
 	peer.mcpInitialize(t)
@@ -134,29 +125,15 @@ func TestCodexAppServer(t *testing.T) {
 	h := newCodexHost(t, bin, home, model.url, e.serverEnv("INTERLINK_CODEX_BIN="+stub)...)
 
 	// Listing the hooks starts no server; they are not trusted yet.
-	s := h.startAppServer(t, "codex app-server (untrusted)")
-	hooks := s.hooks(t, h.dir)
-	checkHooks(t, hooks, "untrusted")
-	s.close(t)
-	if t.Failed() {
-		t.FailNow()
-	}
+	hooks := h.appServerHooks(t)
 
 	began := time.Now()
-	s = h.startAppServer(t, "codex app-server", trustFlags(hooks)...)
+	s := h.startAppServer(t, "codex app-server", trustFlags(hooks)...)
 	checkHooks(t, s.hooks(t, h.dir), "trusted")
 
 	var threads []string
 	for i := range 2 {
-		var started struct {
-			Thread struct {
-				ID string `json:"id"`
-			} `json:"thread"`
-		}
-		s.mustCall(t, codexCommandTimeout, "thread/start", map[string]any{
-			"cwd": h.dir, "approvalPolicy": "never", "sandbox": "read-only",
-		}, &started)
-		thread := started.Thread.ID
+		thread := s.startThread(t, h.dir)
 		if len(thread) != 36 {
 			t.Fatalf("thread/start: thread id %q is not a UUID", thread)
 		}
@@ -194,9 +171,7 @@ func TestCodexAppServer(t *testing.T) {
 			t.Logf("thread %d: get_my_session_id before any turn: error %v, result %q", i, rerr, r.text())
 		}
 
-		s.mustCall(t, codexCommandTimeout, "turn/start", map[string]any{
-			"threadId": thread, "input": []any{map[string]any{"type": "text", "text": "Reply OK."}},
-		}, nil)
+		s.startTurn(t, thread, "Reply OK.")
 		s.waitNotification(t, codexTurnTimeout, "turn/completed", "turn/completed for "+thread, func(p json.RawMessage) bool {
 			var n struct {
 				ThreadID string `json:"threadId"`
@@ -226,20 +201,7 @@ func TestCodexAppServer(t *testing.T) {
 
 	// Which hooks ran, per thread.
 	ran := make(map[string][]string)
-	for _, msg := range s.seen {
-		if msg.Method != "hook/completed" {
-			continue
-		}
-		var n struct {
-			ThreadID string `json:"threadId"`
-			Run      struct {
-				EventName   string          `json:"eventName"`
-				HandlerType string          `json:"handlerType"`
-				Status      string          `json:"status"`
-				Entries     json.RawMessage `json:"entries"`
-			} `json:"run"`
-		}
-		json.Unmarshal(msg.Params, &n)
+	for _, n := range s.hookRuns() {
 		t.Logf("hook/completed: thread %s, %s %s: %s %s", n.ThreadID, n.Run.EventName, n.Run.HandlerType, n.Run.Status, n.Run.Entries)
 		if n.Run.Status != "completed" {
 			t.Errorf("hook %s of thread %s: status %s, want completed", n.Run.EventName, n.ThreadID, n.Run.Status)
@@ -294,7 +256,7 @@ func TestCodexAppServer(t *testing.T) {
 	if !strings.Contains(got, body) {
 		t.Fatalf("receive_messages does not hold the body %q", body)
 	}
-	receipts := parseReceipts(got)
+	receipts := testutil.Receipts(t, got)
 	if len(receipts) != 1 {
 		t.Fatalf("receive_messages: %d receipts, want 1", len(receipts))
 	}
@@ -314,21 +276,6 @@ func TestCodexAppServer(t *testing.T) {
 		}
 	}
 	t.Logf("fake model requests:\n%s", model.summary())
-}
-
-// parseReceipts returns the receipts of a receive_messages result, from
-// its lines "[<state>] Receipt: {...}".
-func parseReceipts(text string) []map[string]string {
-	var receipts []map[string]string
-	for line := range strings.Lines(text) {
-		if _, r, ok := strings.Cut(line, "] Receipt: "); ok {
-			var receipt map[string]string
-			if json.Unmarshal([]byte(r), &receipt) == nil {
-				receipts = append(receipts, receipt)
-			}
-		}
-	}
-	return receipts
 }
 
 // appServerHooks lists the hooks of h's configuration for the folder dir
@@ -383,7 +330,7 @@ func TestCodexExecSendMessage(t *testing.T) {
 
 	args := append([]string{"exec", "--skip-git-repo-check", "--json", "-s", "read-only", "--strict-config"}, trustFlags(hooks)...)
 	cmd := h.command(append(args, "Say hello to the session peer-b.")...)
-	var stdout lockedBuffer
+	var stdout testutil.LockedBuffer
 	cmd.Stdout = &stdout
 	began := time.Now()
 	p := start(t, "codex exec", cmd)
@@ -496,8 +443,8 @@ func TestCodexQueueDaemon(t *testing.T) {
 		if len(fetched) != 1 || len(r.outputsOf("acknowledge_messages")) > 0 {
 			return codexReply{}, false
 		}
-		receipts := parseReceipts(fetched[0])
-		if len(receipts) == 0 {
+		receipts, err := testutil.ParseReceipts(fetched[0])
+		if err != nil || len(receipts) == 0 {
 			return codexReply{}, false
 		}
 		return codexReply{Tool: "acknowledge_messages", Args: map[string]any{"messages": receipts}}, true
@@ -521,19 +468,9 @@ func TestCodexQueueDaemon(t *testing.T) {
 	s := newAppServer(t, startWebSocketRPC(t, "codex app-server proxy", h.command("app-server", "proxy")))
 	checkHooks(t, s.hooks(t, h.dir), "trusted")
 
-	var started struct {
-		Thread struct {
-			ID string `json:"id"`
-		} `json:"thread"`
-	}
-	s.mustCall(t, codexCommandTimeout, "thread/start", map[string]any{
-		"cwd": h.dir, "approvalPolicy": "never", "sandbox": "read-only",
-	}, &started)
-	thread := started.Thread.ID
+	thread := s.startThread(t, h.dir)
 	s.mustCall(t, codexTurnTimeout, "mcpServerStatus/list", map[string]any{"threadId": thread, "serverName": "interlink"}, nil)
-	s.mustCall(t, codexCommandTimeout, "turn/start", map[string]any{
-		"threadId": thread, "input": []any{map[string]any{"type": "text", "text": "Reply OK."}},
-	}, nil)
+	s.startTurn(t, thread, "Reply OK.")
 	s.waitNotification(t, codexTurnTimeout, "turn/completed", "the first turn", func(json.RawMessage) bool { return true })
 	got := s.mustToolCall(t, thread, "get_my_session_id", nil)
 	if want := `{"session_id":"` + thread + `"}`; got != want {
@@ -579,17 +516,8 @@ func TestCodexQueueDaemon(t *testing.T) {
 		t.Errorf("receive_messages after the notice turn = %q, want No unread messages", got)
 	}
 	var ran []string
-	for _, msg := range s.seen {
-		if msg.Method == "hook/completed" {
-			var n struct {
-				Run struct {
-					EventName string `json:"eventName"`
-					Status    string `json:"status"`
-				} `json:"run"`
-			}
-			json.Unmarshal(msg.Params, &n)
-			ran = append(ran, n.Run.EventName+" "+n.Run.Status)
-		}
+	for _, n := range s.hookRuns() {
+		ran = append(ran, n.Run.EventName+" "+n.Run.Status)
 	}
 	t.Logf("hooks that ran: %v", ran)
 	// Without a failure to save, the thread has none.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -23,18 +22,12 @@ type codexModel struct {
 	url   string      // the provider's base_url, ending in /v1
 	rules []codexRule // fixed at creation
 
-	mu       sync.Mutex // guards requests, changed and calls
-	requests []*codexRequest
-	changed  chan struct{} // closed and replaced when a request is recorded
-	calls    int
+	recorder[*codexRequest] // every request, with its answer
 }
 
 // codexRequest is one recorded request and the answer it got.
 type codexRequest struct {
-	Method string
-	Path   string // with the query
-	Header http.Header
-	Body   []byte
+	httpRecord
 
 	// Responses is the decoded body of a POST to /v1/responses, else nil.
 	Responses *responsesRequest
@@ -42,9 +35,8 @@ type codexRequest struct {
 	Reply codexReply
 }
 
-// codexRule decides the answer to a Responses request; ok is false when the
-// rule does not apply.
-type codexRule func(r *responsesRequest) (reply codexReply, ok bool)
+// codexRule decides the answer to a Responses request.
+type codexRule = rule[*responsesRequest, codexReply]
 
 // codexReply is one answer of the fake model: a call of the tool Tool of
 // the MCP server interlink when Tool is set, else the text Text.
@@ -202,7 +194,7 @@ func codexCallOnce(name string, args any) codexRule {
 // ends.
 func newCodexModel(t testing.TB, rules ...codexRule) *codexModel {
 	t.Helper()
-	m := &codexModel{rules: rules, changed: make(chan struct{})}
+	m := &codexModel{rules: rules}
 	srv := httptest.NewServer(http.HandlerFunc(m.serveHTTP))
 	t.Cleanup(srv.Close)
 	m.url = srv.URL + "/v1"
@@ -215,7 +207,7 @@ func (m *codexModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	rec := &codexRequest{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body}
+	rec := &codexRequest{httpRecord: newHTTPRecord(req, body)}
 	defer m.record(rec)
 	switch {
 	case req.Method == http.MethodGet && req.URL.Path == "/v1/models":
@@ -228,29 +220,16 @@ func (m *codexModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		rec.Responses = &r
-		rec.Reply = m.answer(&r)
+		rec.Reply = firstReply(m.rules, &r, codexReply{Text: "OK"})
 		m.writeSSE(w, r.Model, rec.Reply)
 	default:
 		codexAPIError(w, http.StatusNotFound, "not_found_error", "no route "+req.Method+" "+req.URL.Path)
 	}
 }
 
-// answer returns the reply of the first rule that applies, else "OK".
-func (m *codexModel) answer(r *responsesRequest) codexReply {
-	for _, rule := range m.rules {
-		if reply, ok := rule(r); ok {
-			return reply
-		}
-	}
-	return codexReply{Text: "OK"}
-}
-
 // nextID returns a fresh id with the prefix.
 func (m *codexModel) nextID(prefix string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls++
-	return fmt.Sprintf("%s_hosttest_%d", prefix, m.calls)
+	return fmt.Sprintf("%s_hosttest_%d", prefix, m.serial())
 }
 
 // writeSSE writes the reply as the stream of a Responses request: the
@@ -320,40 +299,15 @@ func codexAPIError(w http.ResponseWriter, status int, kind, msg string) {
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": kind, "message": msg}})
 }
 
-func (m *codexModel) record(r *codexRequest) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests = append(m.requests, r)
-	close(m.changed)
-	m.changed = make(chan struct{})
-}
-
-// snapshot returns the requests so far and a channel closed at the next.
-func (m *codexModel) snapshot() ([]*codexRequest, <-chan struct{}) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]*codexRequest(nil), m.requests...), m.changed
-}
-
 // waitResponses waits up to timeout for a Responses request that match
 // accepts and returns it; it fails the test, naming what, when none comes.
 func (m *codexModel) waitResponses(t testing.TB, timeout time.Duration, what string, match func(*responsesRequest) bool) *codexRequest {
 	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		reqs, changed := m.snapshot()
-		for _, r := range reqs {
-			if r.Responses != nil && match(r.Responses) {
-				return r
-			}
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("fake model: no request %s within %v; requests:\n%s", what, timeout, m.summary())
-			return nil
-		}
+	r, err := m.await(timeout, nil, func(r *codexRequest) bool { return r.Responses != nil && match(r.Responses) })
+	if err != nil {
+		t.Fatalf("fake model: no request %s %v; requests:\n%s", what, err, m.summary())
 	}
+	return r
 }
 
 // summary lists the recorded requests, one line each, for failure messages.

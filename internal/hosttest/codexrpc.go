@@ -279,6 +279,53 @@ func (s *appServer) hooks(t testing.TB, dir string) []codexHook {
 	return hooks
 }
 
+// startThread starts a thread in the folder dir that asks no approval and
+// runs read-only, and returns its id.
+func (s *appServer) startThread(t testing.TB, dir string) string {
+	t.Helper()
+	var started struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	s.mustCall(t, codexCommandTimeout, "thread/start", map[string]any{
+		"cwd": dir, "approvalPolicy": "never", "sandbox": "read-only",
+	}, &started)
+	return started.Thread.ID
+}
+
+// startTurn starts a turn of the thread with the user text text.
+func (s *appServer) startTurn(t testing.TB, thread, text string) {
+	t.Helper()
+	s.mustCall(t, codexCommandTimeout, "turn/start", map[string]any{
+		"threadId": thread, "input": []any{map[string]any{"type": "text", "text": text}},
+	}, nil)
+}
+
+// hookRun is a hook/completed notification: a hook that ran.
+type hookRun struct {
+	ThreadID string `json:"threadId"`
+	Run      struct {
+		EventName   string          `json:"eventName"`
+		HandlerType string          `json:"handlerType"`
+		Status      string          `json:"status"`
+		Entries     json.RawMessage `json:"entries"`
+	} `json:"run"`
+}
+
+// hookRuns returns the hook/completed notifications seen so far, in order.
+func (s *appServer) hookRuns() []hookRun {
+	var runs []hookRun
+	for _, msg := range s.seen {
+		if msg.Method == "hook/completed" {
+			var n hookRun
+			json.Unmarshal(msg.Params, &n)
+			runs = append(runs, n)
+		}
+	}
+	return runs
+}
+
 // toolCall calls an interlink tool through the app server for the thread.
 func (s *appServer) toolCall(t testing.TB, thread, tool string, args map[string]any) (mcpToolResult, *rpcError) {
 	t.Helper()

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -24,18 +23,12 @@ type fakeModel struct {
 	url   string
 	rules []modelRule // fixed at creation
 
-	mu       sync.Mutex // guards requests, changed and toolUses
-	requests []*modelRequest
-	changed  chan struct{} // closed and replaced when a request is recorded
-	toolUses int
+	recorder[*modelRequest] // every request, with its answer
 }
 
 // modelRequest is one recorded request and the answer it got.
 type modelRequest struct {
-	Method string
-	Path   string // with the query
-	Header http.Header
-	Body   []byte
+	httpRecord
 
 	// Messages is the decoded body of a POST to /v1/messages, else nil.
 	Messages *messagesRequest
@@ -43,9 +36,8 @@ type modelRequest struct {
 	Reply modelReply
 }
 
-// modelRule decides the answer to a Messages request; ok is false when the
-// rule does not apply.
-type modelRule func(r *messagesRequest) (reply modelReply, ok bool)
+// modelRule decides the answer to a Messages request.
+type modelRule = rule[*messagesRequest, modelReply]
 
 // modelReply is one answer of the fake model: a tool call when Tool is set,
 // else Text.
@@ -223,7 +215,7 @@ func callOnce(suffix string, input any) modelRule {
 // requests.
 func newFakeModel(t testing.TB, rules ...modelRule) *fakeModel {
 	t.Helper()
-	m := &fakeModel{rules: rules, changed: make(chan struct{})}
+	m := &fakeModel{rules: rules}
 	srv := httptest.NewServer(http.HandlerFunc(m.serveHTTP))
 	m.url = srv.URL
 	t.Cleanup(func() {
@@ -238,7 +230,7 @@ func newFakeModel(t testing.TB, rules ...modelRule) *fakeModel {
 
 func (m *fakeModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, 64<<20))
-	rec := &modelRequest{Method: req.Method, Path: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body}
+	rec := &modelRequest{httpRecord: newHTTPRecord(req, body)}
 	defer m.record(rec)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
@@ -255,8 +247,8 @@ func (m *fakeModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		rec.Messages = &mr
-		rec.Reply = m.answer(&mr)
-		id := m.nextToolUseID()
+		rec.Reply = firstReply(m.rules, &mr, modelReply{Text: "OK"})
+		id := fmt.Sprintf("toolu_hosttest%04d", m.serial())
 		if mr.Stream {
 			writeSSE(w, mr.Model, id, rec.Reply)
 		} else {
@@ -267,64 +259,16 @@ func (m *fakeModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// answer applies the first matching rule.
-func (m *fakeModel) answer(r *messagesRequest) modelReply {
-	for _, rule := range m.rules {
-		if reply, ok := rule(r); ok {
-			return reply
-		}
-	}
-	return modelReply{Text: "OK"}
-}
-
-func (m *fakeModel) nextToolUseID() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.toolUses++
-	return fmt.Sprintf("toolu_hosttest%04d", m.toolUses)
-}
-
-func (m *fakeModel) record(r *modelRequest) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests = append(m.requests, r)
-	close(m.changed)
-	m.changed = make(chan struct{})
-}
-
-// snapshot returns the requests recorded so far and a channel closed on
-// the next one.
-func (m *fakeModel) snapshot() ([]*modelRequest, <-chan struct{}) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]*modelRequest(nil), m.requests...), m.changed
-}
-
 // waitMessages waits up to timeout for a Messages request for which match
 // is true, and returns it. done, when closed, ends the wait early: it is
 // the channel of a process whose exit means no such request will come.
 func (m *fakeModel) waitMessages(t testing.TB, timeout time.Duration, done <-chan struct{}, what string, match func(*messagesRequest) bool) *modelRequest {
 	t.Helper()
-	deadline := time.After(timeout)
-	exited := false
-	for {
-		reqs, changed := m.snapshot()
-		for _, r := range reqs {
-			if r.Messages != nil && match(r.Messages) {
-				return r
-			}
-		}
-		if exited {
-			t.Fatalf("hosttest: no model request %s before the client exited", what)
-		}
-		select {
-		case <-changed:
-		case <-done:
-			exited = true // one more look, for a request recorded at the exit
-		case <-deadline:
-			t.Fatalf("hosttest: no model request %s within %v", what, timeout)
-		}
+	r, err := m.await(timeout, done, func(r *modelRequest) bool { return r.Messages != nil && match(r.Messages) })
+	if err != nil {
+		t.Fatalf("hosttest: no model request %s %v", what, err)
 	}
+	return r
 }
 
 // summary describes every recorded request on a few lines.

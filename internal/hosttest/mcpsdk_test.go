@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // wantTools are tools every interlink-mcp must list.
@@ -167,18 +169,7 @@ func checkTools(t *testing.T, c *sdkClient) {
 // its "[<state>] Receipt: {json}" line.
 func parseReceipt(t *testing.T, text string) map[string]any {
 	t.Helper()
-	var receipts []map[string]any
-	for line := range strings.Lines(text) {
-		_, after, ok := strings.Cut(line, "] Receipt: ")
-		if !ok || !strings.HasPrefix(line, "[") {
-			continue
-		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(after), &r); err != nil {
-			t.Fatalf("receipt line %q: %v", line, err)
-		}
-		receipts = append(receipts, r)
-	}
+	receipts := testutil.Receipts(t, text)
 	if len(receipts) != 1 {
 		t.Fatalf("want one receipt in %q, found %d", text, len(receipts))
 	}

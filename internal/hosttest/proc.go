@@ -3,7 +3,6 @@
 package hosttest
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // Bounds of the waits on processes.
@@ -99,7 +100,7 @@ func inherited(name string) bool {
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testutil.LockedBuffer
 	done   chan struct{} // closed when the process has exited
 	err    error         // from Wait, valid after done
 }
@@ -110,7 +111,7 @@ type proc struct {
 // messages need not repeat it.
 func start(t testing.TB, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stderr: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -183,22 +184,4 @@ func keygen(t testing.TB, home, path string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hosttest: interlink-mcp keygen: %v\n%s", err, out)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and many readers.
-type lockedBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
