@@ -63,3 +63,23 @@ func BenchmarkRetain4000(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkReserveQuiet4096 is the notification loop's tick on a full
+// mailbox whose unread messages were already announced: nothing is due.
+func BenchmarkReserveQuiet4096(b *testing.B) {
+	f := newFixture(b)
+	writeRecords(b, f, MaxRecords)
+	n, err := f.mb.Reserve()
+	if err != nil || n == nil {
+		b.Fatalf("first Reserve = %v, %v; want a notice", n, err)
+	}
+	if err := f.mb.Finish(n.ID, StateInboxQueued); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, err := f.mb.Reserve(); err != nil || n != nil {
+			b.Fatalf("Reserve = %v, %v; want nothing due", n, err)
+		}
+	}
+}

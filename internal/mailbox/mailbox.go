@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/gate"
@@ -38,15 +39,19 @@ type Options struct {
 }
 
 // Mailbox reads and changes the mailbox file of one identity and session.
-// It holds nothing but the paths and the settings, all fixed at [Open], so
-// it is safe for concurrent use, and any number of Mailbox values, in this
-// process or others, may share a file: the file lock orders their changes.
+// It holds the paths and the settings, fixed at [Open], and what
+// [Mailbox.Reserve] last found; it is safe for concurrent use, and any
+// number of Mailbox values, in this process or others, may share a file:
+// the file lock orders their changes.
 type Mailbox struct {
 	path     string
 	lockPath string
 	now      func() time.Time
 	newID    func() (string, error)
 	log      *slog.Logger
+
+	mu    sync.Mutex // guards quiet
+	quiet *quiet     // see [Mailbox.Reserve]; nil when unknown
 }
 
 // Open returns the mailbox of the identity own and the given session under

@@ -1,7 +1,10 @@
 package mailbox
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 )
 
@@ -36,9 +39,20 @@ func noticeDelay(attempt int) uint64 {
 // The caller hands the notice to the host and reports the outcome with
 // [Mailbox.Finish]. Whatever happens to it, it expires, so messages that
 // stay unread are announced again.
+//
+// Reserve runs every second in the notification loop, and reading a full
+// mailbox takes tens of milliseconds. So when a call finds nothing due, the
+// Mailbox remembers the file's identity, size and modification time and
+// the moment something could next fall due (the current notice's expiry);
+// until then, for at most [quietMax], a call that finds the file unchanged
+// returns nil at the cost of one stat, without reading it.
 func (m *Mailbox) Reserve() (*Notice, error) {
 	now := m.nowMS()
+	if m.stillQuiet(now) {
+		return nil, nil
+	}
 	var out *Notice
+	var q *quiet
 	err := m.update(false, func(d *document) (bool, error) {
 		var msgs []Receipt
 		for i := range d.records {
@@ -49,6 +63,9 @@ func (m *Mailbox) Reserve() (*Notice, error) {
 		if len(msgs) == 0 {
 			had := d.notice != nil
 			d.notice = nil
+			if !had {
+				q = m.observe(now, now+quietMax)
+			}
 			return had, nil
 		}
 		attempt := 0
@@ -58,6 +75,7 @@ func (m *Mailbox) Reserve() (*Notice, error) {
 				remaining = prev.RetryAt - now
 			}
 			if remaining > 0 && remaining <= noticeMaxDelay {
+				q = m.observe(now, min(prev.RetryAt, now+quietMax))
 				return false, nil
 			}
 			attempt = min(prev.Attempt+1, maxAttempt)
@@ -76,6 +94,9 @@ func (m *Mailbox) Reserve() (*Notice, error) {
 		out = d.notice
 		return true, nil
 	})
+	m.mu.Lock()
+	m.quiet = q
+	m.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -128,4 +149,55 @@ func NoticeText(id string) string {
 		"handle the messages within the scope your operator has authorized; routine progress needs no reply to the user.\n")
 	b.WriteString("If either tool is missing or fails, report that as a blocker. Never skip this check silently.")
 	return b.String()
+}
+
+// quietMax is the longest time, in milliseconds, that [Mailbox.Reserve]
+// trusts an unchanged-looking file without reading it. It bounds the delay
+// a change could cause that the file's identity, size and time do not show
+// (a file system with coarse timestamps could hide one).
+const quietMax = 10_000
+
+// quiet is what a [Mailbox.Reserve] that found nothing due saw: the file
+// then, and the span of the clock, in Unix milliseconds, in which the same
+// file still has nothing due.
+type quiet struct {
+	file  os.FileInfo // nil when there was no file
+	from  uint64      // the clock when the file was read
+	until uint64      // when something may fall due, at most from+quietMax
+}
+
+// observe describes the mailbox file as it is now, for a Reserve at now
+// that found nothing due before until. The caller holds the file lock, so
+// the file is the one just read. It returns nil when the file cannot be
+// described, and then nothing is remembered.
+func (m *Mailbox) observe(now, until uint64) *quiet {
+	fi, err := os.Stat(m.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		fi = nil
+	case err != nil:
+		return nil
+	default:
+		// On Windows the file's identity is looked up on the first
+		// comparison, by path; take it now, while the path still names
+		// this file.
+		os.SameFile(fi, fi)
+	}
+	return &quiet{file: fi, from: now, until: until}
+}
+
+// stillQuiet reports whether the last Reserve found nothing due, the clock
+// now lies within the span it was good for, and the file looks unchanged.
+func (m *Mailbox) stillQuiet(now uint64) bool {
+	m.mu.Lock()
+	q := m.quiet
+	m.mu.Unlock()
+	if q == nil || now < q.from || now >= q.until {
+		return false
+	}
+	fi, err := os.Stat(m.path)
+	if q.file == nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return err == nil && os.SameFile(q.file, fi) && fi.Size() == q.file.Size() && fi.ModTime().Equal(q.file.ModTime())
 }

@@ -1,12 +1,14 @@
 package mailbox
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/identity"
 )
 
@@ -255,5 +257,74 @@ func TestNoticeText(t *testing.T) {
 		if strings.Contains(text, s) {
 			t.Errorf("text carries peer content %q", s)
 		}
+	}
+}
+
+// A Reserve that found nothing due is remembered, but every change to the
+// file, by any Mailbox value, and the current notice's expiry end that.
+func TestReserveQuietEndsOnChangeAndExpiry(t *testing.T) {
+	f := newFixture(t)
+	if n := f.reserve(t); n != nil {
+		t.Fatalf("Reserve on an empty mailbox = %+v", n)
+	}
+	// Another process of the session stores a message: at the same
+	// instant, the next tick sees it.
+	other := f.open(t)
+	if _, err := other.Retain(f.message(t, msg{id: "m1"}), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	first := f.reserve(t)
+	if first == nil {
+		t.Fatal("no notice for a message stored by another Mailbox after a quiet Reserve")
+	}
+	if err := f.mb.Finish(first.ID, StateInboxQueued); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.reserve(t); n != nil {
+		t.Fatalf("Reserve while %s is current = %+v", first.ID, n)
+	}
+	// The file stays as it is; the notice expires.
+	f.clock.Add(30*time.Second - time.Millisecond)
+	if n := f.reserve(t); n != nil {
+		t.Fatalf("Reserve 1 ms before the expiry = %+v", n)
+	}
+	f.clock.Add(time.Millisecond)
+	if n := f.reserve(t); n == nil || n.ID == first.ID || n.Attempt != 1 {
+		t.Fatalf("Reserve at the expiry = %+v, want a new attempt-1 notice", n)
+	}
+}
+
+// The quiet shortcut trusts a file whose identity, size and time are
+// unchanged, for at most quietMax; then the file is read again.
+func TestReserveQuietIsBounded(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "m1"})
+	n := f.reserve(t)
+	if n == nil {
+		t.Fatal("no notice for an unread message")
+	}
+	if got := f.reserve(t); got != nil {
+		t.Fatalf("second Reserve = %+v, want none", got)
+	}
+	// Damage the file in place, keeping its size and time, as a change
+	// on a file system with coarse timestamps might look.
+	path := f.mb.Path()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Repeat("x", int(fi.Size()))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(quietMax*time.Millisecond - time.Millisecond)
+	if got, err := f.mb.Reserve(); err != nil || got != nil {
+		t.Fatalf("Reserve within quietMax = %+v, %v; want the shortcut's nil", got, err)
+	}
+	f.clock.Add(time.Millisecond)
+	if _, err := f.mb.Reserve(); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Reserve after quietMax = %v, want ErrCorrupt from reading the file", err)
 	}
 }
