@@ -54,7 +54,9 @@ func TestChannelNotification(t *testing.T) {
 	if !strings.Contains(content, `notification_id="`+id+`"`) {
 		t.Errorf("meta msg_id %s is not the notice id in %q", id, content)
 	}
-	recv := b.ok("receive_messages", map[string]any{"notification_id": id})
+	// The notification goes out before its outcome is recorded, so a fast
+	// reader may briefly see the message as receiver_stored.
+	recv := b.waitText("receive_messages", map[string]any{"notification_id": id}, "[notification_sent] Receipt: ")
 	if !strings.Contains(recv, "over the channel") || !strings.HasPrefix(recv, "[notification_sent] Receipt: ") {
 		t.Errorf("receive = %q", recv)
 	}
