@@ -58,6 +58,7 @@ func TestSetSummary(t *testing.T) {
 		e := entries(t, b.client)
 		return len(e) == 1 && e[0].Session.Summary == "fixing the parser"
 	})
+	waitFor(t, "the second announcement counted", func() bool { return b.announces.Load() >= 2 })
 	if n := b.announces.Load(); n != 2 {
 		t.Errorf("announcements = %d, want 2", n)
 	}

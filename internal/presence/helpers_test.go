@@ -27,10 +27,12 @@ func startBus(tb testing.TB) *testBus {
 	b := &testBus{}
 	url := bustest.Start(tb, &bustest.Options{Wrap: func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			// Counted once handled, so a test that saw the count can
+			// read the roster it changed.
 			if r.URL.Path == "/announce" {
 				b.announces.Add(1)
 			}
-			h.ServeHTTP(w, r)
 		})
 	}})
 	b.client = relay.New(url, nil)
