@@ -94,6 +94,9 @@ func (m *Mailbox) Reserve() (*Notice, error) {
 		out = d.notice
 		return true, nil
 	})
+	if err != nil {
+		q = nil
+	}
 	m.mu.Lock()
 	m.quiet = q
 	m.mu.Unlock()
