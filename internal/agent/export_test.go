@@ -3,6 +3,7 @@ package agent
 import (
 	"log/slog"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/pairing"
 )
 
@@ -15,4 +16,11 @@ func SetPairingWrite(a *Agent, root string, write func(path string, data []byte)
 	}
 	a.pairing = s
 	return nil
+}
+
+// StickySession returns the session of key that a's replies go to, if a
+// remembers one. It is set just after the mailbox commit of a message from
+// key, so a test that saw the message waits for it before replying.
+func StickySession(a *Agent, key identity.PublicKey) (string, bool) {
+	return a.sticky.Get(key)
 }

@@ -271,6 +271,17 @@ func (n *node) waitText(name string, args map[string]any, want string) string {
 	return text
 }
 
+// waitSticky waits until n's replies to peer go to session: the reply
+// session is remembered just after the mailbox commit that makes a message
+// readable.
+func (n *node) waitSticky(peer *ident, session string) {
+	n.t.Helper()
+	eventually(n.t, fmt.Sprintf("replies to %s going to %s", peer.signer.Public().Fingerprint(), session), func() bool {
+		got, ok := agent.StickySession(n.a, peer.signer.Public())
+		return ok && got == session
+	})
+}
+
 // eventually polls cond until it holds, failing after 15 s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()

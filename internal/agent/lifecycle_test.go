@@ -118,6 +118,7 @@ func TestGoodbye(t *testing.T) {
 	onRoster(t, url, alice.key(), "a1")
 	b.ok("send_message", map[string]any{"to": "alice", "text": "hi"})
 	a.waitText("receive_messages", nil, "hi")
+	a.waitSticky(bob, "b1")
 	a.stop()
 	got := b.waitText("receive_messages", nil, "a1")
 	if !strings.Contains(got, `sender="alice"`) || !strings.Contains(got, "shutting down") {

@@ -133,6 +133,9 @@ func TestPairingHandshake(t *testing.T) {
 
 	a.ok("send_message", map[string]any{"to": "bob-desk", "text": "hello after pairing"})
 	b.waitText("receive_messages", nil, "hello after pairing")
+	// The reply goes to a1, the session alice wrote from, although a2 is
+	// live too.
+	b.waitSticky(alice, "a1")
 	b.ok("send_message", map[string]any{"to": "alice-laptop", "text": "hello back"})
 	a.waitText("receive_messages", nil, "hello back")
 	if got := b.ok("list_pair_requests", nil); got != "no pending pairing requests" {

@@ -121,6 +121,7 @@ func TestRouting(t *testing.T) {
 	// live sibling g2 named.
 	m := sendAs(t, url, ids["grace"], ids["grace"].key()+"#g1", a, "from g1")
 	a.waitText("message_status", map[string]any{"msg_id": m.MsgID}, "Receipt")
+	a.waitSticky(ids["grace"], "g1")
 	got := a.ok("send_message", map[string]any{"to": "grace", "text": "reply"})
 	if !strings.HasPrefix(got, "queued for grace (g1)") || !strings.Contains(got, `pass session="g2"`) {
 		t.Errorf("sticky reply = %q", got)
@@ -128,6 +129,7 @@ func TestRouting(t *testing.T) {
 	// heidi is not on the roster but wrote from h7: that guess is used.
 	m = sendAs(t, url, ids["heidi"], ids["heidi"].key()+"#h7", a, "from h7")
 	a.waitText("message_status", map[string]any{"msg_id": m.MsgID}, "Receipt")
+	a.waitSticky(ids["heidi"], "h7")
 	got = a.ok("send_message", map[string]any{"to": "heidi", "text": "reply"})
 	if !strings.HasPrefix(got, "queued for heidi (h7)") || !strings.Contains(got, "not on the roster") {
 		t.Errorf("speculative sticky reply = %q", got)
