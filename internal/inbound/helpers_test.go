@@ -1,7 +1,6 @@
 package inbound_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -34,16 +33,6 @@ type clock struct{ *bustest.Clock }
 func newClock() *clock          { return &clock{bustest.NewClock()} }
 func (c *clock) now() time.Time { return c.Now() }
 
-// newSigner returns a deterministic signer whose seed is 32 copies of b.
-func newSigner(tb testing.TB, b byte) *identity.Signer {
-	tb.Helper()
-	s, err := identity.NewSigner(bytes.Repeat([]byte{b}, identity.SeedSize))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
-
 // fixture is one identity ("me", session me-1) with its stores in a temporary
 // state root, a peer alice listed in peers.json, and a stranger eve.
 type fixture struct {
@@ -71,9 +60,9 @@ func newFixture(tb testing.TB) *fixture {
 	f := &fixture{
 		root:  tb.TempDir(),
 		clk:   newClock(),
-		me:    newSigner(tb, 1),
-		alice: newSigner(tb, 2),
-		eve:   newSigner(tb, 3),
+		me:    testutil.Signer(tb, 1),
+		alice: testutil.Signer(tb, 2),
+		eve:   testutil.Signer(tb, 3),
 		logs:  &testutil.LockedBuffer{},
 	}
 	f.logger = slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -12,6 +12,7 @@ import (
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -144,7 +145,7 @@ type bob struct {
 // name, as request_pair would.
 func (f *fixture) requestPair(tb testing.TB, name string) bob {
 	tb.Helper()
-	b := bob{s: newSigner(tb, 4)}
+	b := bob{s: testutil.Signer(tb, 4)}
 	b.route = route.New(b.s.Public().String(), "bob-1")
 	req, err := f.pair.Request(pairing.Request{
 		Key: b.s.Public().String(), Name: name, RequestID: "req-1", ReplyTo: b.route.String(),
@@ -253,7 +254,7 @@ func TestHandlePairAcceptConflict(t *testing.T) {
 func TestHandlePairAcceptUnsolicited(t *testing.T) {
 	for name, setup := range map[string]func(*fixture) (bob, string){
 		"no request": func(f *fixture) (bob, string) {
-			b := bob{s: newSigner(t, 4)}
+			b := bob{s: testutil.Signer(t, 4)}
 			b.route = route.New(b.s.Public().String(), "bob-1")
 			return b, "req-1"
 		},

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/inbound"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestSticky(t *testing.T) {
 	var s inbound.Sticky // the zero value is ready
-	a, b := newSigner(t, 2).Public(), newSigner(t, 3).Public()
+	a, b := testutil.Signer(t, 2).Public(), testutil.Signer(t, 3).Public()
 	if _, ok := s.Get(a); ok {
 		t.Fatal("empty map has an entry")
 	}
@@ -33,7 +34,7 @@ func TestSticky(t *testing.T) {
 // TestStickyConcurrent is for the race detector: relay loops share one map.
 func TestStickyConcurrent(t *testing.T) {
 	s := inbound.NewSticky()
-	k := newSigner(t, 2).Public()
+	k := testutil.Signer(t, 2).Public()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {

@@ -1,13 +1,13 @@
 package mailbox
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 var baseTime = time.UnixMilli(1_700_000_000_000)
@@ -36,19 +36,6 @@ func (c *clock) Set(t time.Time) {
 	c.t = t
 }
 
-// signer returns a signer whose seed encodes n, so each n gives a distinct
-// key.
-func signer(tb testing.TB, n int) *identity.Signer {
-	tb.Helper()
-	seed := make([]byte, identity.SeedSize)
-	binary.BigEndian.PutUint32(seed, uint32(n)+1)
-	s, err := identity.NewSigner(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
-
 // fixture is a mailbox of identity "me", session "s1", in a temporary state
 // root, with a fake clock and predictable notice ids.
 type fixture struct {
@@ -66,9 +53,9 @@ func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
 	f := &fixture{
 		root:  tb.TempDir(),
-		me:    signer(tb, 1),
-		alice: signer(tb, 2),
-		bob:   signer(tb, 3),
+		me:    testutil.NumberedSigner(tb, 1),
+		alice: testutil.NumberedSigner(tb, 2),
+		bob:   testutil.NumberedSigner(tb, 3),
 		clock: &clock{t: baseTime},
 	}
 	f.mb = f.open(tb)

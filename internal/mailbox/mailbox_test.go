@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestOpenRejectsUnsafeSession(t *testing.T) {
 	for _, s := range []string{"", "..", "a/b", "a\nb"} {
-		if _, err := Open(t.TempDir(), signer(t, 1).Public(), s, nil); !errors.Is(err, route.ErrInvalidSession) {
+		if _, err := Open(t.TempDir(), testutil.NumberedSigner(t, 1).Public(), s, nil); !errors.Is(err, route.ErrInvalidSession) {
 			t.Errorf("Open(session %q) = %v, want ErrInvalidSession", s, err)
 		}
 	}
@@ -185,7 +187,7 @@ func TestRetainCoalescing(t *testing.T) {
 		},
 		{
 			name: "different sender not coalesced",
-			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second, from: signer(t, 3)}},
+			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second, from: testutil.NumberedSigner(t, 3)}},
 			want: map[string]string{"u1": "", "u2": ""},
 		},
 		{

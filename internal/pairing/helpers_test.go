@@ -1,7 +1,6 @@
 package pairing
 
 import (
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,22 +9,10 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 var baseTime = time.UnixMilli(1_700_000_000_000)
-
-// signer returns a signer whose seed encodes n, so each n gives a distinct
-// key.
-func signer(tb testing.TB, n int) *identity.Signer {
-	tb.Helper()
-	seed := make([]byte, identity.SeedSize)
-	binary.BigEndian.PutUint32(seed, uint32(n)+1)
-	s, err := identity.NewSigner(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
-}
 
 // fixture is one identity ("me", session "me-1") with its pairing store in
 // a temporary state root.
@@ -41,7 +28,7 @@ type fixture struct {
 // bounds.
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
-	f := &fixture{root: tb.TempDir(), me: signer(tb, 1_000_000)}
+	f := &fixture{root: tb.TempDir(), me: testutil.NumberedSigner(tb, 1_000_000)}
 	f.meRoute = route.New(f.me.Public().String(), "me-1")
 	f.store = f.open(tb)
 	tb.Cleanup(func() { checkInvariants(tb, f.store) })

@@ -7,20 +7,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // Item 20, pairing half: a knock without a usable reply route is discarded
 // and nothing is stored.
 func TestKnockWithoutReplyRoute(t *testing.T) {
-	alice := signer(t, 1)
+	alice := testutil.NumberedSigner(t, 1)
 	key := alice.Public().String()
 	tests := []struct {
 		name, replyTo string
 	}{
 		{"missing", ""},
-		{"another key", signer(t, 2).Public().String() + "#s1"},
+		{"another key", testutil.NumberedSigner(t, 2).Public().String() + "#s1"},
 		{"bare key", key},
 		{"empty session", key + "#"},
 		{"session that is a path element", key + "#.."},
@@ -47,8 +49,8 @@ func TestKnockWithoutReplyRoute(t *testing.T) {
 }
 
 func TestInboundFromKnock(t *testing.T) {
-	alice := signer(t, 1)
-	m := knock(t, alice, signer(t, 9).Public(), "  alice\n", "k1", "a-1")
+	alice := testutil.NumberedSigner(t, 1)
+	m := knock(t, alice, testutil.NumberedSigner(t, 9).Public(), "  alice\n", "k1", "a-1")
 	got, err := InboundFromKnock(alice.Public(), &m)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +60,7 @@ func TestInboundFromKnock(t *testing.T) {
 		t.Errorf("request (-want +got):\n%s", diff)
 	}
 
-	noID := knock(t, alice, signer(t, 9).Public(), "alice", "", "a-1")
+	noID := knock(t, alice, testutil.NumberedSigner(t, 9).Public(), "alice", "", "a-1")
 	if req, err := InboundFromKnock(alice.Public(), &noID); err == nil {
 		t.Errorf("knock with an empty msg_id gave %+v, want an error", req)
 	}
@@ -66,7 +68,7 @@ func TestInboundFromKnock(t *testing.T) {
 
 // Item 33, store half.
 func TestResign(t *testing.T) {
-	me, bob := signer(t, 0), signer(t, 1)
+	me, bob := testutil.NumberedSigner(t, 0), testutil.NumberedSigner(t, 1)
 	meRoute := route.New(me.Public().String(), "me-1")
 	bobRoute := route.New(bob.Public().String(), "bob-1")
 	knockJob, err := RequestMessage(me, bob.Public(), bobRoute, "me", "r1", meRoute, baseTime)
@@ -142,7 +144,7 @@ func TestResign(t *testing.T) {
 }
 
 func TestRequestMessage(t *testing.T) {
-	me, bob := signer(t, 0), signer(t, 1)
+	me, bob := testutil.NumberedSigner(t, 0), testutil.NumberedSigner(t, 1)
 	meRoute := route.New(me.Public().String(), "me-1")
 	bobRoute := route.New(bob.Public().String(), "bob-1")
 	job, err := RequestMessage(me, bob.Public(), bobRoute, "my name", "r1", meRoute, baseTime)
@@ -187,7 +189,7 @@ func TestRequestMessage(t *testing.T) {
 }
 
 func TestAcceptMessageRefuses(t *testing.T) {
-	me, alice := signer(t, 0), signer(t, 1)
+	me, alice := testutil.NumberedSigner(t, 0), testutil.NumberedSigner(t, 1)
 	meRoute := route.New(me.Public().String(), "me-1")
 	key := alice.Public().String()
 	good := Request{Key: key, Name: "alice", RequestID: "k1", ReplyTo: key + "#a-1"}

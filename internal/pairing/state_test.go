@@ -12,13 +12,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // jobJSON returns the file form of a valid queued job.
 func jobJSON(tb testing.TB, f *fixture, id string) string {
 	tb.Helper()
-	job, err := RequestMessage(f.me, signer(tb, 1).Public(), route.New(signer(tb, 1).Public().String(), "s"),
+	job, err := RequestMessage(f.me, testutil.NumberedSigner(tb, 1).Public(), route.New(testutil.NumberedSigner(tb, 1).Public().String(), "s"),
 		"me", id, f.meRoute, baseTime)
 	if err != nil {
 		tb.Fatal(err)
@@ -82,7 +84,7 @@ func TestCorruptJobDropped(t *testing.T) {
 }
 
 func TestCorruptFile(t *testing.T) {
-	key := signer(t, 1).Public().String()
+	key := testutil.NumberedSigner(t, 1).Public().String()
 	tests := []struct {
 		name, data string
 	}{
@@ -102,7 +104,7 @@ func TestCorruptFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			store, err := Open(t.TempDir(), signer(t, 0).Public(), "s1", nil)
+			store, err := Open(t.TempDir(), testutil.NumberedSigner(t, 0).Public(), "s1", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,8 +152,8 @@ func TestMissingFileIsEmpty(t *testing.T) {
 
 func TestFileShape(t *testing.T) {
 	f := newFixture(t)
-	f.receive(t, signer(t, 1), "alice", "k1")
-	f.request(t, signer(t, 2), "bob", "r1", baseTime)
+	f.receive(t, testutil.NumberedSigner(t, 1), "alice", "k1")
+	f.request(t, testutil.NumberedSigner(t, 2), "bob", "r1", baseTime)
 	data := readFile(t, f.store.Path())
 	if bytes.ContainsAny(data, "\n\t") {
 		t.Errorf("file is not compact JSON: %s", data)

@@ -15,10 +15,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/testutil"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -26,7 +28,7 @@ import (
 // session that knocked.
 func TestRestartFindsKnock(t *testing.T) {
 	f := newFixture(t)
-	alice := signer(t, 1)
+	alice := testutil.NumberedSigner(t, 1)
 	m := knock(t, alice, f.me.Public(), "alice", "k1", "alice-session")
 	req, err := InboundFromKnock(alice.Public(), &m)
 	if err != nil {
@@ -87,7 +89,7 @@ func sameFingerprintKey(tb testing.TB, k identity.PublicKey) identity.PublicKey 
 // Item 31.
 func TestFindAmbiguousFingerprint(t *testing.T) {
 	f := newFixture(t)
-	k1 := signer(t, 1).Public()
+	k1 := testutil.NumberedSigner(t, 1).Public()
 	k2 := sameFingerprintKey(t, k1)
 	if k1.Fingerprint() != k2.Fingerprint() {
 		t.Fatalf("fingerprints differ: %s, %s", k1.Fingerprint(), k2.Fingerprint())
@@ -121,7 +123,7 @@ func TestFindAmbiguousFingerprint(t *testing.T) {
 // Item 32.
 func TestRepeatedRequestKeepsID(t *testing.T) {
 	f := newFixture(t)
-	bob := signer(t, 2)
+	bob := testutil.NumberedSigner(t, 2)
 	first := f.request(t, bob, "bob", "r1", baseTime)
 	if first.RequestID != "r1" {
 		t.Fatalf("first request id = %q, want r1", first.RequestID)
@@ -164,10 +166,10 @@ func TestRepeatedRequestKeepsID(t *testing.T) {
 
 func TestRequestAborts(t *testing.T) {
 	f := newFixture(t)
-	bob := signer(t, 2)
+	bob := testutil.NumberedSigner(t, 2)
 	f.request(t, bob, "bob", "r1", baseTime)
 	before := readFile(t, f.store.Path())
-	req := Request{Key: signer(t, 3).Public().String(), Name: "carol", RequestID: "r3", ReplyTo: "x#y"}
+	req := Request{Key: testutil.NumberedSigner(t, 3).Public().String(), Name: "carol", RequestID: "r3", ReplyTo: "x#y"}
 
 	errBuild := errors.New("build failed")
 	if _, err := f.store.Request(req, func(string) (Job, error) { return Job{}, errBuild }); !errors.Is(err, errBuild) {
@@ -204,8 +206,8 @@ func TestRequestAborts(t *testing.T) {
 func pendingFixture(t *testing.T) (*fixture, Request, Job) {
 	t.Helper()
 	f := newFixture(t)
-	f.receive(t, signer(t, 1), "alice", "k1")
-	req, err := f.store.Find(signer(t, 1).Public().Fingerprint())
+	f.receive(t, testutil.NumberedSigner(t, 1), "alice", "k1")
+	req, err := f.store.Find(testutil.NumberedSigner(t, 1).Public().Fingerprint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,7 @@ func TestAcceptNotPending(t *testing.T) {
 	}{
 		{"request id differs", func(t *testing.T, f *fixture, req *Request) { req.RequestID = "k0" }},
 		{"knocked again meanwhile", func(t *testing.T, f *fixture, req *Request) {
-			f.receive(t, signer(t, 1), "alice", "k2")
+			f.receive(t, testutil.NumberedSigner(t, 1), "alice", "k2")
 		}},
 		{"rejected meanwhile", func(t *testing.T, f *fixture, req *Request) {
 			if _, err := f.store.Reject(req.Key); err != nil {
@@ -337,20 +339,20 @@ func TestAcceptRefusesOtherJob(t *testing.T) {
 func TestInboundCap(t *testing.T) {
 	f := newFixture(t)
 	for i := range InboundCap + 1 {
-		f.receive(t, signer(t, i), fmt.Sprint("peer", i), fmt.Sprint("k", i))
+		f.receive(t, testutil.NumberedSigner(t, i), fmt.Sprint("peer", i), fmt.Sprint("k", i))
 	}
 	st := f.load(t)
 	if len(st.Inbound) != InboundCap {
 		t.Fatalf("inbound holds %d, want %d", len(st.Inbound), InboundCap)
 	}
-	if _, err := f.store.Find(signer(t, 0).Public().String()); !errors.Is(err, ErrNotFound) {
+	if _, err := f.store.Find(testutil.NumberedSigner(t, 0).Public().String()); !errors.Is(err, ErrNotFound) {
 		t.Errorf("oldest knock still pending (Find error %v)", err)
 	}
-	if st.Inbound[0].Key != signer(t, 1).Public().String() || st.Inbound[InboundCap-1].Key != signer(t, InboundCap).Public().String() {
+	if st.Inbound[0].Key != testutil.NumberedSigner(t, 1).Public().String() || st.Inbound[InboundCap-1].Key != testutil.NumberedSigner(t, InboundCap).Public().String() {
 		t.Error("inbound is not oldest first after eviction")
 	}
 
-	again := f.receive(t, signer(t, 10), "renamed", "k10-again")
+	again := f.receive(t, testutil.NumberedSigner(t, 10), "renamed", "k10-again")
 	st = f.load(t)
 	if len(st.Inbound) != InboundCap {
 		t.Errorf("inbound holds %d after a repeated knock, want %d", len(st.Inbound), InboundCap)
@@ -364,20 +366,20 @@ func TestInboundCap(t *testing.T) {
 func TestOutboundCap(t *testing.T) {
 	f := newFixture(t)
 	for i := range OutboundCap + 1 {
-		f.request(t, signer(t, i), fmt.Sprint("peer", i), fmt.Sprint("r", i), baseTime)
+		f.request(t, testutil.NumberedSigner(t, i), fmt.Sprint("peer", i), fmt.Sprint("r", i), baseTime)
 	}
 	st := f.load(t)
 	if len(st.Outbound) != OutboundCap {
 		t.Fatalf("outbound holds %d, want %d", len(st.Outbound), OutboundCap)
 	}
-	if _, ok, _ := f.store.PendingAccept(signer(t, 0).Public().String(), "r0"); ok {
+	if _, ok, _ := f.store.PendingAccept(testutil.NumberedSigner(t, 0).Public().String(), "r0"); ok {
 		t.Error("oldest outbound request not evicted")
 	}
 	if len(st.Queued) != OutboundCap+1 {
 		t.Errorf("queue holds %d knocks, want %d (the queue never evicts)", len(st.Queued), OutboundCap+1)
 	}
 
-	again := f.request(t, signer(t, 10), "renamed", "r-new", baseTime)
+	again := f.request(t, testutil.NumberedSigner(t, 10), "renamed", "r-new", baseTime)
 	st = f.load(t)
 	if len(st.Outbound) != OutboundCap || again.RequestID != "r10" || again.Name != "renamed" {
 		t.Errorf("repeated request: %d outbound, stored %+v; want %d and id r10 kept", len(st.Outbound), again, OutboundCap)
@@ -400,7 +402,7 @@ func TestClaimedNameCleaned(t *testing.T) {
 	f := newFixture(t)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := f.receive(t, signer(t, i), tt.claim, fmt.Sprint("k", i))
+			req := f.receive(t, testutil.NumberedSigner(t, i), tt.claim, fmt.Sprint("k", i))
 			got, err := f.store.Find(req.Key)
 			if err != nil {
 				t.Fatal(err)
@@ -423,7 +425,7 @@ func TestClaimedNameCleaned(t *testing.T) {
 	}
 
 	// Receive cleans even a request built by hand.
-	raw := Request{Key: signer(t, 100).Public().String(), Name: "a\nb\u202e", RequestID: "x", ReplyTo: signer(t, 100).Public().String() + "#s"}
+	raw := Request{Key: testutil.NumberedSigner(t, 100).Public().String(), Name: "a\nb\u202e", RequestID: "x", ReplyTo: testutil.NumberedSigner(t, 100).Public().String() + "#s"}
 	if err := f.store.Receive(raw); err != nil {
 		t.Fatal(err)
 	}
@@ -435,7 +437,7 @@ func TestClaimedNameCleaned(t *testing.T) {
 // Item 21, store half.
 func TestPendingAccept(t *testing.T) {
 	f := newFixture(t)
-	bob := signer(t, 2)
+	bob := testutil.NumberedSigner(t, 2)
 	key := bob.Public().String()
 	if _, ok, err := f.store.PendingAccept(key, "r1"); ok || err != nil {
 		t.Errorf("PendingAccept with no request = %v, %v; want no match", ok, err)
@@ -449,7 +451,7 @@ func TestPendingAccept(t *testing.T) {
 		{"matching id", key, "r1", true},
 		{"wrong in_reply_to", key, "r0", false},
 		{"no in_reply_to matches by key", key, "", true},
-		{"another key with the id", signer(t, 3).Public().String(), "r1", false},
+		{"another key with the id", testutil.NumberedSigner(t, 3).Public().String(), "r1", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -476,8 +478,8 @@ func TestPendingAccept(t *testing.T) {
 
 func TestReject(t *testing.T) {
 	f := newFixture(t)
-	req := f.receive(t, signer(t, 1), "alice", "k1")
-	f.receive(t, signer(t, 2), "bob", "k2")
+	req := f.receive(t, testutil.NumberedSigner(t, 1), "alice", "k1")
+	f.receive(t, testutil.NumberedSigner(t, 2), "bob", "k2")
 	removed, err := f.store.Reject(req.Key)
 	if err != nil || !removed {
 		t.Fatalf("Reject = %v, %v; want true", removed, err)
@@ -494,7 +496,7 @@ func TestReject(t *testing.T) {
 func TestSentAndDrop(t *testing.T) {
 	f := newFixture(t)
 	for i := range 5 {
-		f.request(t, signer(t, i), "p", fmt.Sprint("r", i), baseTime)
+		f.request(t, testutil.NumberedSigner(t, i), "p", fmt.Sprint("r", i), baseTime)
 	}
 	if err := f.store.Sent("r1", "r3"); err != nil {
 		t.Fatal(err)
@@ -522,7 +524,7 @@ func TestSentAndDrop(t *testing.T) {
 }
 
 func TestOpenRefusesBadSession(t *testing.T) {
-	own := signer(t, 0).Public()
+	own := testutil.NumberedSigner(t, 0).Public()
 	for _, session := range []string{"..", ".", "a/b", `a\b`, "a:b", "", "a\x00b", "a\nb"} {
 		t.Run(fmt.Sprintf("%q", session), func(t *testing.T) {
 			root := t.TempDir()
@@ -552,7 +554,7 @@ func TestConcurrentUpdates(t *testing.T) {
 	stores := []*Store{f.store, f.open(t)}
 	reqs := make([]Request, n)
 	for i := range reqs {
-		k := signer(t, i).Public().String()
+		k := testutil.NumberedSigner(t, i).Public().String()
 		reqs[i] = Request{Key: k, Name: fmt.Sprint("peer", i), RequestID: fmt.Sprint("k", i), ReplyTo: k + "#s"}
 	}
 	var wg sync.WaitGroup
@@ -579,8 +581,8 @@ func TestConcurrentUpdates(t *testing.T) {
 // reply_to rule does (it is stricter only about the form of the session id).
 func TestKnockRouteMatchesGate(t *testing.T) {
 	f := newFixture(t)
-	alice := signer(t, 1)
-	for _, replyTo := range []string{"", alice.Public().String(), alice.Public().String() + "#s", signer(t, 2).Public().String() + "#s"} {
+	alice := testutil.NumberedSigner(t, 1)
+	for _, replyTo := range []string{"", alice.Public().String(), alice.Public().String() + "#s", testutil.NumberedSigner(t, 2).Public().String() + "#s"} {
 		m := knock(t, alice, f.me.Public(), "alice", "k1", "")
 		m.ReplyTo = replyTo
 		_, gateOK := gate.UsableReplyTo(&m)

@@ -9,13 +9,14 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 var testInfo = identity.SessionInfo{SessionID: "s1", Cwd: "/src/interlink/cmd", GitRoot: "interlink"}
 
 func TestRunAnnouncesAtOnce(t *testing.T) {
 	b1, b2 := startBus(t), startBus(t)
-	s := signer(t, 1)
+	s := testutil.Signer(t, 1)
 	// A dead relay must not hold up the others.
 	dead := relay.New(closedURL(t), nil)
 	a := New([]*relay.Client{dead, b1.client, b2.client}, s, "alpha", testInfo, &Options{Every: time.Hour})
@@ -35,7 +36,7 @@ func TestRunAnnouncesAtOnce(t *testing.T) {
 
 func TestRunRepeats(t *testing.T) {
 	b := startBus(t)
-	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: 20 * time.Millisecond})
+	a := New([]*relay.Client{b.client}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: 20 * time.Millisecond})
 	stop := start(t, a)
 	waitFor(t, "three announcements", func() bool { return b.announces.Load() >= 3 })
 	stop()
@@ -43,7 +44,7 @@ func TestRunRepeats(t *testing.T) {
 
 func TestSetSummary(t *testing.T) {
 	b := startBus(t)
-	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
+	a := New([]*relay.Client{b.client}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
 	start(t, a)
 	waitFor(t, "the first announcement", func() bool { return b.announces.Load() == 1 })
 
@@ -65,7 +66,7 @@ func TestSetSummary(t *testing.T) {
 }
 
 func TestSetSummaryLimit(t *testing.T) {
-	a := New(nil, signer(t, 1), "alpha", testInfo, nil)
+	a := New(nil, testutil.Signer(t, 1), "alpha", testInfo, nil)
 	// Multi-byte characters: the limit counts characters, not bytes.
 	ok := strings.Repeat("é", SummaryLimit)
 	if err := a.SetSummary(" " + ok + " "); err != nil {
@@ -82,7 +83,7 @@ func TestSetSummaryLimit(t *testing.T) {
 
 func TestSetSummaryBeforeRun(t *testing.T) {
 	b := startBus(t)
-	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
+	a := New([]*relay.Client{b.client}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: time.Hour})
 	if err := a.SetSummary("early"); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestUnregisterAfterRun(t *testing.T) {
 	const every = 20 * time.Millisecond
 	b := startBus(t)
 	dead := relay.New(closedURL(t), nil)
-	a := New([]*relay.Client{b.client, dead}, signer(t, 1), "alpha", testInfo, &Options{Every: every})
+	a := New([]*relay.Client{b.client, dead}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: every})
 	stop := start(t, a)
 	waitFor(t, "two announcements", func() bool { return b.announces.Load() >= 2 })
 	stop()
@@ -117,7 +118,7 @@ func TestUnregisterAfterRun(t *testing.T) {
 }
 
 func TestRunStopsWithContext(t *testing.T) {
-	a := New(nil, signer(t, 1), "alpha", testInfo, nil)
+	a := New(nil, testutil.Signer(t, 1), "alpha", testInfo, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	done := make(chan struct{})

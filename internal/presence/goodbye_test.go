@@ -13,11 +13,12 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestGoodbye(t *testing.T) {
 	b := startBus(t)
-	me, peer := signer(t, 1), signer(t, 2)
+	me, peer := testutil.Signer(t, 1), testutil.Signer(t, 2)
 	dead := relay.New(closedURL(t), nil)
 	a := New([]*relay.Client{dead, b.client}, me, "alpha", testInfo, nil)
 	own := route.New(me.Public().String(), "s1")
@@ -48,9 +49,9 @@ func TestGoodbye(t *testing.T) {
 }
 
 func TestGoodbyeUnreachable(t *testing.T) {
-	me := signer(t, 1)
+	me := testutil.Signer(t, 1)
 	a := New([]*relay.Client{relay.New(closedURL(t), nil)}, me, "alpha", testInfo, nil)
-	sticky := map[identity.PublicKey]string{signer(t, 2).Public(): "p1", signer(t, 3).Public(): "p2"}
+	sticky := map[identity.PublicKey]string{testutil.Signer(t, 2).Public(): "p1", testutil.Signer(t, 3).Public(): "p2"}
 	done := make(chan int, 1)
 	go func() {
 		done <- a.Goodbye(t.Context(), sticky, route.New(me.Public().String(), "s1"), GoodbyeText("s1"))
@@ -81,11 +82,11 @@ func TestGoodbyeBounded(t *testing.T) {
 	}))
 	t.Cleanup(stall.Close)
 	t.Cleanup(func() { close(release) }) // runs first, so Close cannot hang
-	me := signer(t, 1)
+	me := testutil.Signer(t, 1)
 	a := New([]*relay.Client{relay.New(stall.URL, nil)}, me, "alpha", testInfo, nil)
 	done := make(chan int, 1)
 	go func() {
-		sticky := map[identity.PublicKey]string{signer(t, 2).Public(): "p1"}
+		sticky := map[identity.PublicKey]string{testutil.Signer(t, 2).Public(): "p1"}
 		done <- a.Goodbye(context.Background(), sticky, route.New(me.Public().String(), "s1"), "bye")
 	}()
 	select {
@@ -100,7 +101,7 @@ func TestGoodbyeBounded(t *testing.T) {
 
 func TestGoodbyeNone(t *testing.T) {
 	b := startBus(t)
-	a := New([]*relay.Client{b.client}, signer(t, 1), "alpha", testInfo, nil)
+	a := New([]*relay.Client{b.client}, testutil.Signer(t, 1), "alpha", testInfo, nil)
 	if n := a.Goodbye(t.Context(), nil, route.Route{}, "bye"); n != 0 {
 		t.Errorf("Goodbye with no peers = %d, want 0", n)
 	}

@@ -1,7 +1,6 @@
 package presence
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus/bustest"
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -51,16 +49,6 @@ func closedURL(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	return url
-}
-
-// signer returns a deterministic signer whose seed is 32 copies of b.
-func signer(tb testing.TB, b byte) *identity.Signer {
-	tb.Helper()
-	s, err := identity.NewSigner(bytes.Repeat([]byte{b}, 32))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }
 
 // waitFor polls cond until it holds, failing the test after a generous

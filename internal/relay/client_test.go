@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestSendRecvAckRoundTrip(t *testing.T) {
 	base, _ := startBus(t)
 	c := New(base+"/", nil)
 	ctx := t.Context()
-	key := signer(t, 1).Public().String()
+	key := testutil.Signer(t, 1).Public().String()
 	route := key + "#s1"
 	payload := []byte(`{"from":"x","text":"hi <there> & \u0000 you","kind":"message"}`)
 
@@ -243,7 +245,7 @@ func TestRequests(t *testing.T) {
 	})
 	c := New(base+"/prefix", nil)
 	ctx := t.Context()
-	s := signer(t, 2)
+	s := testutil.Signer(t, 2)
 	a := s.Announce("node", session("s1"), 42)
 	age := uint64(7)
 	a.AgeMS = &age

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,16 +51,6 @@ func reply(code int, body string) http.HandlerFunc {
 		w.WriteHeader(code)
 		_, _ = w.Write([]byte(body))
 	}
-}
-
-// signer returns a deterministic signer whose seed is 32 copies of b.
-func signer(tb testing.TB, b byte) *identity.Signer {
-	tb.Helper()
-	s, err := identity.NewSigner(bytes.Repeat([]byte{b}, 32))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return s
 }
 
 // session returns a session descriptor with id sid.

@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestAnnounceRosterUnregister(t *testing.T) {
 	base, clk := startBus(t)
 	c := New(base, nil)
 	ctx := t.Context()
-	s := signer(t, 3)
+	s := testutil.Signer(t, 3)
 	a := s.Announce("alpha", session("s1"), identity.Millis(testEpoch))
 	if err := c.Announce(ctx, a); err != nil {
 		t.Fatalf("Announce: %v", err)
@@ -85,7 +87,7 @@ func TestRosterTransportFailure(t *testing.T) {
 func TestFetchRosterFailures(t *testing.T) {
 	base, _ := startBus(t)
 	good := New(base, nil)
-	s := signer(t, 4)
+	s := testutil.Signer(t, 4)
 	if err := good.Announce(t.Context(), s.Announce("good", session("g1"), 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestFetchRosterFailures(t *testing.T) {
 // TestFetchRosterSkipsUnverified serves a roster holding forged and
 // malformed elements next to good ones.
 func TestFetchRosterSkipsUnverified(t *testing.T) {
-	s, other := signer(t, 5), signer(t, 6)
+	s, other := testutil.Signer(t, 5), testutil.Signer(t, 6)
 	good := s.Announce("honest", session("h1"), 10)
 	forged := s.Announce("honest", session("h2"), 10)
 	forged.Name = "impostor" // no longer matches the signature
@@ -164,7 +166,7 @@ func TestFetchRosterDedupe(t *testing.T) {
 	base2, clk2 := startBus(t)
 	c1, c2 := New(base1, nil), New(base2, nil)
 	ctx := t.Context()
-	s, other := signer(t, 7), signer(t, 8)
+	s, other := testutil.Signer(t, 7), testutil.Signer(t, 8)
 	shared := s.Announce("shared", session("s1"), 1)
 	for _, c := range []*Client{c1, c2} {
 		if err := c.Announce(ctx, shared); err != nil {
@@ -191,7 +193,7 @@ func TestFetchRosterDedupe(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	a, b, c := signer(t, 9).Public(), signer(t, 10).Public(), signer(t, 11).Public()
+	a, b, c := testutil.Signer(t, 9).Public(), testutil.Signer(t, 10).Public(), testutil.Signer(t, 11).Public()
 	entry := func(k identity.PublicKey, name, sid string) Entry {
 		return Entry{Key: k, Name: name, Session: session(sid), Live: true}
 	}
@@ -223,7 +225,7 @@ func TestGroups(t *testing.T) {
 func TestFetchRosterBareAnnouncement(t *testing.T) {
 	base, _ := startBus(t)
 	c := New(base, nil)
-	s := signer(t, 12)
+	s := testutil.Signer(t, 12)
 	for _, a := range []identity.Announcement{
 		s.Announce("bare", identity.SessionInfo{}, 1),
 		s.Announce("with-session", session("w1"), 2),

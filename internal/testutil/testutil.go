@@ -2,12 +2,15 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // LockedBuffer is a bytes.Buffer that many goroutines may write to while a
@@ -84,4 +87,29 @@ func ParseReceipts(text string) ([]map[string]any, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Signer returns the signer whose seed is [identity.SeedSize] copies of b,
+// so a test gets the same key for the same b in every run.
+func Signer(tb testing.TB, b byte) *identity.Signer {
+	tb.Helper()
+	return newSigner(tb, bytes.Repeat([]byte{b}, identity.SeedSize))
+}
+
+// NumberedSigner returns the signer whose seed holds n+1 in its first four
+// bytes, big-endian, and zeros after, so each n gives a distinct key.
+func NumberedSigner(tb testing.TB, n int) *identity.Signer {
+	tb.Helper()
+	seed := make([]byte, identity.SeedSize)
+	binary.BigEndian.PutUint32(seed, uint32(n)+1)
+	return newSigner(tb, seed)
+}
+
+func newSigner(tb testing.TB, seed []byte) *identity.Signer {
+	tb.Helper()
+	s, err := identity.NewSigner(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

@@ -104,3 +104,17 @@ func TestReceiptsBadJSON(t *testing.T) {
 		t.Fatalf("failure %q does not quote the bad receipt", rec.failed)
 	}
 }
+
+func TestSigners(t *testing.T) {
+	if a, b := Signer(t, 7).Public(), Signer(t, 7).Public(); a != b {
+		t.Errorf("Signer(7) gave two keys: %s, %s", a, b)
+	}
+	seen := map[string]bool{Signer(t, 7).Public().String(): true}
+	for n := range 4 {
+		k := NumberedSigner(t, n).Public().String()
+		if seen[k] {
+			t.Fatalf("NumberedSigner(%d) repeats key %s", n, k)
+		}
+		seen[k] = true
+	}
+}
