@@ -28,6 +28,7 @@ the agents.
 Usage:
     interlink-bus [options]          serve until SIGINT or SIGTERM
     interlink-bus bench [options]    generate load against a bus
+    interlink-bus unit [options]     print a systemd user unit for this binary
     interlink-bus --version
     interlink-bus --help
 
@@ -53,7 +54,8 @@ The bus has no authentication and no TLS: anyone who can reach the port can
 read, acknowledge and flood every queue. Keep it on loopback or on a trusted
 private network (see docs/DEPLOY.md).
 
-Run 'interlink-bus bench --help' for the load generator.
+Run 'interlink-bus bench --help' for the load generator and
+'interlink-bus unit --help' for the systemd unit.
 `
 
 // helpHint points at the usage text after a usage error.
@@ -79,6 +81,8 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		switch name, rest := args[0], args[1:]; name {
 		case "bench":
 			return c.bench(ctx, rest)
+		case "unit":
+			return c.unit(rest)
 		case "help":
 			return c.help(rest)
 		case "-version", "--version":
@@ -100,6 +104,9 @@ func (c *cli) help(args []string) int {
 		return exitOK
 	case len(args) == 1 && args[0] == "bench":
 		fmt.Fprint(c.stdout, benchUsage)
+		return exitOK
+	case len(args) == 1 && args[0] == "unit":
+		fmt.Fprint(c.stdout, unitUsage)
 		return exitOK
 	case len(args) == 1:
 		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/template"
+)
+
+// unitUsage is printed for "interlink-bus unit --help".
+const unitUsage = `Usage: interlink-bus unit [--addr IP:PORT] [--db PATH] [--queue-cap N] [--bin PATH]
+
+Prints a systemd user unit that runs this interlink-bus, named by its
+absolute path, so that the unit does not depend on where it was installed:
+
+    mkdir -p ~/.config/systemd/user
+    interlink-bus unit > ~/.config/systemd/user/interlink-bus.service
+
+Options:
+    --addr IP:PORT   the address the bus listens on; default 127.0.0.1:9440
+    --db PATH        the database file; default %S/interlink/bus.db, which
+                     systemd expands to ~/.local/state/interlink/bus.db
+    --queue-cap N    messages kept per route; default: the bus's own (1024)
+    --bin PATH       the interlink-bus to run; default: this program
+    -h, --help       show this help
+
+Environment variables are not read: the unit holds what it was written with.
+Write it again after moving the binary.
+`
+
+// unitTemplate is the unit file. The header repeats the install steps so
+// that a unit found on disk explains itself.
+var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit for interlink-bus, the message broker, written by
+# "interlink-bus unit". Write your own rather than copying one: ExecStart
+# names the binary by its absolute path.
+#
+# Install, as the user who runs the agents:
+#
+#   mkdir -p ~/.config/systemd/user
+#   interlink-bus unit > ~/.config/systemd/user/interlink-bus.service
+#   systemctl --user daemon-reload
+#   systemctl --user enable --now interlink-bus
+#   loginctl enable-linger "$USER"   # start at boot, without a login
+#
+# Check it with "systemctl --user status interlink-bus" and
+# "journalctl --user -u interlink-bus". After moving the binary, or to
+# change the options, write the unit again and run daemon-reload.
+#
+# StateDirectory creates %S/interlink (normally ~/.local/state/interlink)
+# before the bus starts. With the default --db the queues live in bus.db
+# there and survive restarts. Do not point --db at a bus.redb left by the
+# original broker: this one cannot read it.
+#
+# Several machines: the bus has no authentication and no TLS, so listen
+# only on a private network such as a tailnet, with that interface's IP
+# address written out (interlink-bus unit --addr 100.101.102.103:9440),
+# and allow the port only from your own machines with a firewall. See
+# docs/DEPLOY.md.
+
+[Unit]
+Description=interlink message bus
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+StateDirectory=interlink
+ExecStart={{.ExecStart}}
+Restart=always
+RestartSec=2
+
+[Install]
+WantedBy=default.target
+`))
+
+// defaultUnitDB is the database path of a unit written without --db. %S is
+// systemd's state directory, ~/.local/state for a user unit.
+const defaultUnitDB = "%S/interlink/bus.db"
+
+// unit prints a systemd user unit for this binary.
+func (c *cli) unit(args []string) int {
+	fset := flag.NewFlagSet(progName+" unit", flag.ContinueOnError)
+	fset.SetOutput(io.Discard)
+	fset.Usage = func() {}
+	var addr, db, queueCap, bin string
+	fset.StringVar(&addr, "addr", defaultAddr, "")
+	fset.StringVar(&db, "db", "", "")
+	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&bin, "bin", "", "")
+	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, unitUsage)
+			return exitOK
+		}
+		return c.fail(exitUsage, "unit: "+err.Error(), unitHint)
+	}
+	if fset.NArg() > 0 {
+		return c.fail(exitUsage, fmt.Sprintf("unit: unexpected argument %q", fset.Arg(0)), unitHint)
+	}
+	ap, err := parseAddr(addr)
+	if err != nil {
+		return c.fail(exitUsage, fmt.Sprintf("unit: --addr %q: %v", addr, err),
+			"give an IP address and port such as 127.0.0.1:9440; systemd does not run shell substitutions")
+	}
+	cmd := []string{"", "--addr", ap.String(), "--db"}
+	if db == "" {
+		cmd = append(cmd, defaultUnitDB) // a specifier: not escaped
+	} else {
+		if !filepath.IsAbs(db) {
+			return c.fail(exitUsage, fmt.Sprintf("unit: --db %q: not an absolute path", db),
+				"systemd starts the bus in another folder; give the full path")
+		}
+		cmd = append(cmd, unitArg(db))
+	}
+	if queueCap != "" {
+		if _, err := parseQueueCap(queueCap); err != nil {
+			return c.fail(exitUsage, fmt.Sprintf("unit: --queue-cap %q: %v", queueCap, err), unitHint)
+		}
+		cmd = append(cmd, "--queue-cap", queueCap)
+	}
+	if bin == "" {
+		if bin, err = selfPath(); err != nil {
+			return c.fail(exitError, fmt.Sprintf("unit: cannot tell where this program is: %v", err),
+				"name it with --bin PATH")
+		}
+	}
+	if !filepath.IsAbs(bin) {
+		return c.fail(exitUsage, fmt.Sprintf("unit: --bin %q: not an absolute path", bin), unitHint)
+	}
+	cmd[0] = unitArg(bin)
+	if err := unitTemplate.Execute(c.stdout, struct{ ExecStart string }{strings.Join(cmd, " ")}); err != nil {
+		return c.fail(exitError, fmt.Sprintf("unit: %v", err))
+	}
+	return exitOK
+}
+
+// unitHint points at the unit command's usage after a usage error.
+const unitHint = "run 'interlink-bus unit --help' for the options"
+
+// selfPath returns the absolute path of the running executable, with
+// symbolic links resolved so that the unit keeps working when a link to
+// it is replaced.
+func selfPath() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// unitArg writes s as one word of a systemd command line: specifier and
+// variable characters are doubled so that systemd takes them literally, and
+// a word with white space, quotes or backslashes is put in double quotes.
+func unitArg(s string) string {
+	s = strings.NewReplacer("%", "%%", "$", "$$").Replace(s)
+	if !strings.ContainsAny(s, " \t\"'\\;") {
+		return s
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
