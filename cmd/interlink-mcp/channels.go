@@ -60,7 +60,7 @@ run:
 	}
 	claude, err := exec.LookPath("claude")
 	if err != nil {
-		return c.fail(exitError, "channels: claude is not on PATH", "install Claude Code, or add its folder to PATH")
+		return c.fail(exitNotFound, "channels: claude is not on PATH", "install Claude Code, or add its folder to PATH")
 	}
 	argv := append([]string{claude, "--dangerously-load-development-channels", entry}, args...)
 	env := append(os.Environ(), "INTERLINK_CHANNELS=1")

@@ -18,6 +18,10 @@ const (
 	exitOK    = 0
 	exitError = 1
 	exitUsage = 2
+	// exitNotFound is the shell's status for a command it cannot find;
+	// channels uses it when there is no claude to start, so that scripts
+	// written for the original launcher see the same status.
+	exitNotFound = 127
 )
 
 // usage is printed for --help. It lists only what this build can do.
@@ -32,7 +36,7 @@ Usage:
     interlink-mcp setup claude [--dir DIR] [--state-dir DIR]
     interlink-mcp setup codex
     interlink-mcp channels [-- CLAUDE ARGS...]
-    interlink-mcp wait [--session ID] [--renew-after-secs N]
+    interlink-mcp wait [--session ID] [--renew-after-secs N] [--state-dir DIR]
     interlink-mcp nudge [--state-dir DIR]
     interlink-mcp --version
     interlink-mcp --help

@@ -15,6 +15,7 @@ import (
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/paths"
 )
@@ -177,6 +178,10 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 			}
 		}
 		return c.fail(exitError, err.Error(), hints...)
+	}
+	if perm, exposed, err := identity.KeyFileExposed(cfg.KeyPath); err == nil && exposed {
+		log.Warn("the key file can be read by other users, who could sign as this identity; run: chmod 600 "+shellQuote(cfg.KeyPath),
+			"path", cfg.KeyPath, "mode", fmt.Sprintf("%04o", perm))
 	}
 	if cfg.Host == agent.HostCodex {
 		log.Info("interlink-mcp starting for Codex; waiting for the thread's hooks to bind the session",

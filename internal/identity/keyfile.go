@@ -3,7 +3,9 @@ package identity
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 )
 
@@ -50,4 +52,18 @@ func LoadKeyFile(path string) (*Signer, error) {
 		return nil, fmt.Errorf("%w (%s)", err, path)
 	}
 	return s, nil
+}
+
+// KeyFileExposed reports whether the key file at path grants any permission
+// to its group or to others, and returns its permission bits. A secret key
+// should be readable by its owner alone: anyone who can read it can sign as
+// this identity. Windows keeps permissions in access lists that the mode
+// bits do not show, so there it always reports false.
+func KeyFileExposed(path string) (perm fs.FileMode, exposed bool, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("identity: %w", err)
+	}
+	perm = fi.Mode().Perm()
+	return perm, runtime.GOOS != "windows" && perm&0o077 != 0, nil
 }

@@ -43,6 +43,13 @@ func ParseURLs(list []string) ([]string, error) {
 
 // checkURL reports why raw cannot serve as a relay base URL, if it cannot.
 func checkURL(raw string) error {
+	if !strings.Contains(raw, "://") {
+		// "127.0.0.1:9440" or "bus.lan": the scheme was left out. Go's
+		// parser would call the first a bad path and the second a path.
+		if u, err := url.Parse("http://" + raw); err == nil && u.Hostname() != "" {
+			return fmt.Errorf("%w %q: no scheme; did you mean %q?", ErrBadURL, raw, "http://"+raw)
+		}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Error repeats the URL; keep only the reason.
