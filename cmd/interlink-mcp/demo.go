@@ -81,7 +81,9 @@ type demoRun struct {
 	agents  []*agent.Agent
 	clients []*client.Client
 	mu      sync.Mutex
-	dropped []string
+	dropped []string // guarded by mu
+
+	explained map[string]bool // delivery states explained so far
 }
 
 // demoPerson is one identity of the demo.
@@ -94,6 +96,38 @@ type demoPerson struct {
 
 func (d *demoRun) say(format string, args ...any) {
 	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// stateMeaning explains the delivery states a receive_messages result can
+// show in front of a receipt.
+var stateMeaning = map[string]string{
+	"receiver_stored":   "the message is in the mailbox, and no notice about it has gone to the host yet",
+	"inbox_queued":      "a notice about the message went to the host's notice inbox",
+	"notification_sent": "a notice about the message went to the host as a channel notification",
+	"host_queued":       "a notice about the message was handed to codex queue",
+}
+
+// explainStates says what the delivery state tags in a receive_messages
+// result mean, each the first time it appears, then adds more if it is not
+// empty.
+func (d *demoRun) explainStates(text, more string) {
+	for _, line := range strings.Split(text, "\n") {
+		tag, _, ok := strings.Cut(line, "] Receipt: ")
+		if !ok || !strings.HasPrefix(tag, "[") {
+			continue
+		}
+		tag = tag[1:]
+		if meaning, known := stateMeaning[tag]; known && !d.explained[tag] {
+			if d.explained == nil {
+				d.explained = map[string]bool{}
+			}
+			d.explained[tag] = true
+			d.say("   [%s] is the message's delivery state: %s.", tag, meaning)
+		}
+	}
+	if more != "" {
+		d.say("%s", more)
+	}
 }
 
 // indent prefixes every line of s with four spaces.
@@ -111,6 +145,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		return err
 	}
 	d.say("1. A bus (in memory) is listening on %s.", url)
+	d.say("   Agents post signed messages to it and poll it for theirs; to an agent, a bus is a relay.")
 
 	people := map[string]*demoPerson{}
 	for _, name := range []string{"alice", "bob", "mallory"} {
@@ -125,7 +160,8 @@ func (d *demoRun) run(ctx context.Context) error {
 	for _, p := range []*demoPerson{alice, bob, mallory} {
 		d.say("     %-8s key %s (fingerprint %s)", p.name, p.signer.Public(), p.signer.Public().Fingerprint())
 	}
-	d.say("   Every peers.json is empty: nobody trusts anybody yet.")
+	d.say("   Every peers.json is empty: nobody trusts anybody yet. peers.json lists the keys")
+	d.say("   an identity trusts, each under a petname: a name its own operator chose for that key.")
 
 	aliceSink, bobSink := &delivery.Memory{}, &delivery.Memory{}
 	ac, err := d.startAgent(ctx, alice, "alice-1", url, aliceSink)
@@ -137,6 +173,8 @@ func (d *demoRun) run(ctx context.Context) error {
 		return err
 	}
 	d.say("3. An agent runs for each: alice in session alice-1, bob in session bob-1.")
+	d.say("   An agent is the MCP server of one host session (a Claude Code or Codex session);")
+	d.say("   here the demo plays both hosts and calls the tools the way a model would.")
 	if err := waitUntil(ctx, "both sessions on the roster", func() bool {
 		text, err := callTool(ctx, ac, "discover", nil)
 		return err == nil && strings.Contains(text, "→ bob-1") && strings.Contains(text, "→ alice-1")
@@ -187,6 +225,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		return err
 	}
 	d.say("   bob calls receive_messages:\n%s", indent(text))
+	d.explainStates(text, "   The receipt is what bob hands back to acknowledge the message.")
 	receipt, ok := firstReceipt(text)
 	if !ok {
 		return fmt.Errorf("no receipt in bob's messages")
@@ -210,6 +249,7 @@ func (d *demoRun) run(ctx context.Context) error {
 		return err
 	}
 	d.say("   alice calls receive_messages:\n%s", indent(text))
+	d.explainStates(text, "")
 
 	// mallory signs a message to bob and posts it straight to bob's queue.
 	mid, err := identity.NewMsgID(nil)

@@ -20,6 +20,10 @@ func TestDemo(t *testing.T) {
 	}
 	for _, w := range []string{
 		"Every peers.json is empty",
+		"to an agent, a bus is a relay",
+		"each under a petname: a name its own operator chose",
+		"the MCP server of one host session",
+		"is the message's delivery state: a notice about the message went to the host's notice inbox",
 		"Pairing request to bob",
 		`bob's host is told, as unverified metadata (sender "Interlink")`,
 		`listed as peer "alice"`,
