@@ -31,7 +31,7 @@ func TestDemo(t *testing.T) {
 		"queued for bob (bob-1)",
 		`receive_messages(notification_id="`,
 		"Could you review the parser change",
-		"Acknowledged 1",
+		"Acknowledged 1 ",
 		`<interlink sender="bob"`,
 		"status=\"result\"",
 		"dropped it: reason not_allowlisted",

@@ -235,7 +235,7 @@ func TestTwoAgents(t *testing.T) {
 	if len(rs) != 1 {
 		t.Fatalf("receipts = %v", rs)
 	}
-	if got := bob2.ok("acknowledge_messages", map[string]any{"messages": []any{rs[0]}}); !strings.HasPrefix(got, "Acknowledged 1") {
+	if got := bob2.ok("acknowledge_messages", map[string]any{"messages": []any{rs[0]}}); !strings.HasPrefix(got, "Acknowledged 1 ") {
 		t.Errorf("ack = %q", got)
 	}
 	if got := bob2.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {

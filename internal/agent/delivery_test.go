@@ -267,10 +267,10 @@ func TestSameSessionTwice(t *testing.T) {
 		t.Errorf("the two views differ:\n%s\n---\n%s", got1, got2)
 	}
 	r := testutil.Receipts(t, got1)
-	if got := b2.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(got, "Acknowledged 1") {
+	if got := b2.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(got, "Acknowledged 1 ") {
 		t.Errorf("ack = %q", got)
 	}
-	if got := b1.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(got, "Acknowledged 0") {
+	if got := b1.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(got, "Acknowledged 0 ") {
 		t.Errorf("ack in the other process = %q", got)
 	}
 	if got := b1.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {

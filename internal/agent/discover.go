@@ -121,7 +121,8 @@ func (a *Agent) discover(ctx context.Context, args args) (string, error) {
 		}
 		var b strings.Builder
 		if name == "" || name == g.Key.Fingerprint() {
-			fmt.Fprintf(&b, "(no name) (%s…)", g.Key.Fingerprint())
+			// No name, or the default one: the fingerprint stands for it.
+			fmt.Fprintf(&b, "%s…", g.Key.Fingerprint())
 		} else {
 			fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())
 		}
@@ -165,7 +166,9 @@ func (a *Agent) setSummary(_ context.Context, args args) (string, error) {
 		}
 		return "", err
 	}
-	return fmt.Sprintf("summary of session %s set to %s; announced to the relays",
+	// The announcement goes out in the background; say so rather than
+	// claim the relays have it.
+	return fmt.Sprintf("summary of session %s set to %s; it is being announced to the relays and shows in discover once a relay has it",
 		a.session, untrusted.Quote(a.announcer.Info().Summary)), nil
 }
 

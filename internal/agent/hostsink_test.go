@@ -61,7 +61,7 @@ func TestChannelNotification(t *testing.T) {
 		t.Errorf("receive = %q", recv)
 	}
 	r := testutil.Receipts(t, recv)
-	if ack := b.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(ack, "Acknowledged 1") {
+	if ack := b.ok("acknowledge_messages", map[string]any{"messages": []any{r[0]}}); !strings.HasPrefix(ack, "Acknowledged 1 ") {
 		t.Errorf("ack = %q", ack)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,8 @@ func TestPresence(t *testing.T) {
 	if !strings.Contains(got, "→ a1 · "+filepath.Join(repo, "sub")+" · git:myrepo") || !strings.Contains(got, "already a peer") {
 		t.Errorf("discover = %q", got)
 	}
-	if res := a.ok("set_summary", map[string]any{"summary": "  fixing the parser "}); !strings.Contains(res, `"fixing the parser"`) {
+	if res := a.ok("set_summary", map[string]any{"summary": "  fixing the parser "}); !strings.Contains(res, `"fixing the parser"`) ||
+		!strings.Contains(res, "shows in discover once a relay has it") {
 		t.Errorf("set_summary = %q", res)
 	}
 	b.waitText("discover", map[string]any{"peer": "alice"}, `git:myrepo · "fixing the parser"`)
@@ -176,8 +178,8 @@ func TestDiscover(t *testing.T) {
 	if !strings.Contains(got, "Warning:") || !strings.Contains(got, "results may be incomplete") || !strings.Contains(got, url503) {
 		t.Errorf("mixed discover lacks the warning:\n%s", got)
 	}
-	if !strings.Contains(got, "(no name) ("+bob.signer.Public().Fingerprint()+"…)") {
-		t.Errorf("nameless identity not shown as such:\n%s", got)
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(bob.signer.Public().Fingerprint()+"…") + `(  \[[^\n]*\])?\n    key: `).MatchString(got) {
+		t.Errorf("a nameless identity is not headed by its fingerprint:\n%s", got)
 	}
 	if strings.Count(got, "→ b1") != 1 {
 		t.Errorf("bob's session shown %d times, want once:\n%s", strings.Count(got, "→ b1"), got)

@@ -52,8 +52,9 @@ func (a *Agent) acknowledgeMessages(_ context.Context, args args) (string, error
 	if err != nil {
 		return "", localState(err)
 	}
-	return fmt.Sprintf("Acknowledged %d. Only messages not acknowledged before are counted; "+
-		"repeated or unknown receipts change nothing.", n), nil
+	// The sentence is the original's: scripts match "Acknowledged N ".
+	return fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
+		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n), nil
 }
 
 // receipts reads the messages argument of acknowledge_messages.

@@ -164,8 +164,8 @@ func TestClaudePrintSendMessage(t *testing.T) {
 
 	got := peer.callUntil(t, "receive_messages", nil, "hello from claude", deliveryTimeout)
 	receipt := parseReceipt(t, got)
-	if ack := peer.call(t, "acknowledge_messages", map[string]any{"messages": []any{receipt}}); !strings.HasPrefix(ack, "Acknowledged 1") {
-		t.Errorf("peer-b: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1")
+	if ack := peer.call(t, "acknowledge_messages", map[string]any{"messages": []any{receipt}}); !strings.HasPrefix(ack, "Acknowledged 1 ") {
+		t.Errorf("peer-b: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1 ")
 	}
 }
 
@@ -260,8 +260,8 @@ func TestClaudeStopHookWakes(t *testing.T) {
 		return ok && res.Name == ack
 	})
 	got, _ = r.Messages.lastToolResult()
-	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1") {
-		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1")
+	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1 ") {
+		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1 ")
 	}
 	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
 		t.Errorf("wake-up turn: result %+v, want OK", r)

@@ -260,8 +260,8 @@ func TestCodexAppServer(t *testing.T) {
 	if len(receipts) != 1 {
 		t.Fatalf("receive_messages: %d receipts, want 1", len(receipts))
 	}
-	if got := s.mustToolCall(t, threads[0], "acknowledge_messages", map[string]any{"messages": receipts}); !strings.HasPrefix(got, "Acknowledged 1.") {
-		t.Errorf("acknowledge_messages = %q, want Acknowledged 1.", got)
+	if got := s.mustToolCall(t, threads[0], "acknowledge_messages", map[string]any{"messages": receipts}); !strings.HasPrefix(got, "Acknowledged 1 ") {
+		t.Errorf("acknowledge_messages = %q, want it to start with Acknowledged 1 and a space", got)
 	}
 	if got := s.mustToolCall(t, threads[0], "receive_messages", nil); !strings.HasPrefix(got, "No unread messages") {
 		t.Errorf("receive_messages after the acknowledgement = %q, want No unread messages", got)
@@ -502,8 +502,8 @@ func TestCodexQueueDaemon(t *testing.T) {
 	if fetched := r.Responses.outputsOf("receive_messages"); !strings.Contains(fetched[0], body) {
 		t.Errorf("receive_messages in the notice turn returned %q, want the body", fetched[0])
 	}
-	if acked := r.Responses.outputsOf("acknowledge_messages")[0]; !strings.Contains(acked, "Acknowledged 1.") {
-		t.Errorf("acknowledge_messages in the notice turn returned %q, want Acknowledged 1.", acked)
+	if acked := r.Responses.outputsOf("acknowledge_messages")[0]; !strings.Contains(acked, "Acknowledged 1 ") {
+		t.Errorf("acknowledge_messages in the notice turn returned %q, want it to contain %q", acked, "Acknowledged 1 ")
 	}
 	turns := 0
 	s.waitNotification(t, codexTurnTimeout, "turn/completed", "the end of the notice turn", func(p json.RawMessage) bool {

@@ -86,8 +86,8 @@ func TestMCPSDKClient(t *testing.T) {
 		t.Errorf("beta: receipt %v, want msg_id %s", receipt, msgID)
 	}
 	ack := beta.call(t, "acknowledge_messages", map[string]any{"messages": []any{receipt}})
-	if !strings.HasPrefix(ack, "Acknowledged 1") {
-		t.Errorf("beta: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1")
+	if !strings.HasPrefix(ack, "Acknowledged 1 ") {
+		t.Errorf("beta: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1 ")
 	}
 	if again := beta.call(t, "receive_messages", nil); !strings.HasPrefix(again, "No unread messages") {
 		t.Errorf("beta: receive_messages after the acknowledgement = %q, want %q first", again, "No unread messages")
