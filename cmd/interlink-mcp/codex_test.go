@@ -339,3 +339,50 @@ func TestCodexFailedDeliveries(t *testing.T) {
 		t.Errorf("body lost by discard: %q", got)
 	}
 }
+
+// Failures a Codex-mode process saved stay readable when the same session
+// runs under the Claude host: list, read and discard work there, and retry
+// says that it needs the Codex host.
+func TestFailedDeliveriesOfAnEarlierCodexProcessInAnotherHostMode(t *testing.T) {
+	url := bustest.Start(t, nil)
+	codexF, peer := newAgentFiles(t), newAgentFiles(t)
+	codexF.admit(t, "peer", peer)
+	stub := newCodexStub(t)
+	stub.setFail(t, true)
+	cx := codexServer(t, codexF, url, stub)
+	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA})
+	sendSigned(t, url, peer, "p1", codexF, codexF.pubkey()+"#"+threadA, "kept across host modes")
+	waitFor(t, "a saved failure", func() bool {
+		return strings.Contains(cx.ok("failed_deliveries", map[string]any{"action": "list"}), `"sender":"Interlink"`)
+	})
+	saved := cx.ok("failed_deliveries", map[string]any{"action": "list"})
+	if code := cx.closeAndWait(); code != 0 {
+		t.Fatalf("the Codex server exited with %d", code)
+	}
+
+	claude := launchMCP(t, codexF.env(url, "INTERLINK_SESSION="+threadA))
+	claude.initialize()
+	if got := claude.ok("failed_deliveries", map[string]any{"action": "list"}); got != saved {
+		t.Fatalf("list under the Claude host = %s, want what the Codex process saved: %s", got, saved)
+	}
+	var list []struct{ ID string }
+	if err := json.Unmarshal([]byte(saved), &list); err != nil || len(list) != 1 {
+		t.Fatalf("list = %s, %v", saved, err)
+	}
+	id := list[0].ID
+	if text := claude.ok("failed_deliveries", map[string]any{"action": "read", "id": id}); !strings.Contains(text, "receive_messages") {
+		t.Errorf("read = %q", text)
+	}
+	if _, _, rpcErr := claude.call("failed_deliveries", map[string]any{"action": "retry", "id": id}); !strings.Contains(rpcErr, "retry needs the Codex host") {
+		t.Errorf("retry under the Claude host: %q", rpcErr)
+	}
+	if got := claude.ok("failed_deliveries", map[string]any{"action": "discard", "id": id}); !strings.Contains(got, "discarded") {
+		t.Errorf("discard = %q", got)
+	}
+	if got := claude.ok("failed_deliveries", map[string]any{"action": "list"}); got != "[]" {
+		t.Errorf("list after discard = %s", got)
+	}
+	if got := claude.ok("receive_messages", nil); !strings.Contains(got, "kept across host modes") {
+		t.Errorf("the message itself is gone: %q", got)
+	}
+}

@@ -262,20 +262,22 @@ func (a *Agent) bind(session string) error {
 			a.log.Warn("summary not kept", "err", err)
 		}
 	}
+	// Failures an earlier Codex process of this session saved stay
+	// readable whatever the host now is; only a thread id can have any.
+	var failed *codex.Failed
+	if codex.ValidThread(session) == nil {
+		if failed, err = codex.OpenFailed(a.cfg.StateRoot, a.own, session); err != nil {
+			return fmt.Errorf("local state: %w", err)
+		}
+	}
 	sink := a.cfg.Sink
 	switch {
 	case a.cfg.Channels:
 		sink = delivery.Channel{Send: a.sendToClient}
-	case a.cfg.Host == HostCodex:
-		failed, err := codex.OpenFailed(a.cfg.StateRoot, a.own, session)
-		if err != nil {
-			return fmt.Errorf("local state: %w", err)
-		}
-		a.failed = failed
-		if a.cfg.CodexBin != "" {
-			sink = &delivery.Codex{Bin: a.cfg.CodexBin, Thread: session, Failed: failed, Logger: a.log, Pause: a.cfg.Timing.QueuePause}
-		}
+	case a.cfg.Host == HostCodex && a.cfg.CodexBin != "":
+		sink = &delivery.Codex{Bin: a.cfg.CodexBin, Thread: session, Failed: failed, Logger: a.log, Pause: a.cfg.Timing.QueuePause}
 	}
+	a.failed = failed
 	a.session, a.route = session, route.New(a.own.String(), session)
 	a.mailbox, a.pairing, a.progress, a.announcer, a.sink = mb, ps, pm, ann, sink
 	close(a.ready)
