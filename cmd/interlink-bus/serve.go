@@ -21,6 +21,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/version"
 )
 
 // Server timeouts. There is no write timeout: a long-poll legitimately
@@ -79,7 +80,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The real address: with port 0 the system picked one.
 	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
 
-	srv := bus.New(st, &bus.Options{Logger: log})
+	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String()})
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -28,6 +30,8 @@ func TestMain(m *testing.M) {
 //	                           fingerprint, and, given OUTPUT (a file or
 //	                           "stdout"), require keygen's lines for it there
 //	[!] mode PATH PERM         require permission bits PERM (not on Windows)
+//
+// and the doctor scripts' commands ([doctorCmds]).
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata",
@@ -35,14 +39,27 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("USERPROFILE", env.WorkDir)
+			schema, err := filepath.Abs(filepath.Join("testdata", "doctor.schema.json"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("DOCTOR_SCHEMA", schema)
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdlinetest.ExitCode,
-			"keyinfo":  cmdKeyinfo,
-			"mode":     cmdMode,
-		},
+		Cmds: scriptCmds(),
 	})
+}
+
+// scriptCmds returns the custom commands of the scripts: those listed
+// above and [doctorCmds].
+func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	cmds := map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		"exitcode": cmdlinetest.ExitCode,
+		"keyinfo":  cmdKeyinfo,
+		"mode":     cmdMode,
+	}
+	maps.Copy(cmds, doctorCmds)
+	return cmds
 }
 
 func cmdKeyinfo(ts *testscript.TestScript, neg bool, args []string) {

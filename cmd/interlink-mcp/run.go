@@ -38,6 +38,7 @@ Usage:
     interlink-mcp channels [-- CLAUDE ARGS...]
     interlink-mcp wait [--session ID] [--renew-after-secs N] [--state-dir DIR]
     interlink-mcp nudge [--state-dir DIR]
+    interlink-mcp doctor [options] [--json]
     interlink-mcp --version
     interlink-mcp --help
 
@@ -49,6 +50,7 @@ Commands:
     channels    start Claude Code with interlink's channel enabled
     wait        the Claude Code Stop hook that wakes the session for new messages
     nudge       the PostToolUse hook that reminds the model to report progress
+    doctor      check the path to the peers and say what to fix
 
 Options:
     -h, --help  show this help
@@ -102,6 +104,8 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 		return c.channels(rest)
 	case name == "demo":
 		return c.demo(ctx, rest)
+	case name == "doctor":
+		return c.doctor(ctx, rest)
 	case len(name) > 0 && name[0] == '-':
 		// Flags before any command configure the MCP stdio server.
 		return c.serve(ctx, args, stdin)
@@ -119,6 +123,7 @@ var commandUsage = map[string]string{
 	"wait":     waitUsage,
 	"nudge":    nudgeUsage,
 	"demo":     demoUsage,
+	"doctor":   doctorUsage,
 }
 
 // help prints the usage text, or that of the command named in args.

@@ -47,7 +47,14 @@ type Options struct {
 	// MaxRecvTimeout caps the wait of /recv. Zero means [MaxRecvTimeout].
 	// It also caps the default wait, so a small value shortens every poll.
 	MaxRecvTimeout time.Duration
+	// Version, if set, is sent in the [VersionHeader] of /healthz answers,
+	// so that a diagnosis can tell which bus it reached.
+	Version string
 }
+
+// VersionHeader is the header of /healthz answers that carries the bus's
+// version when [Options.Version] is set. The body stays {"status":"ok"}.
+const VersionHeader = "Interlink-Version"
 
 // Server is the bus's HTTP handler. Create it with [New]; it is safe for
 // concurrent use.
@@ -57,6 +64,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	maxWait time.Duration
+	version string
 	done    chan struct{} // closed by Shutdown
 	stop    sync.Once
 
@@ -77,6 +85,7 @@ func New(st store.Store, opts *Options) *Server {
 		log:     opts.Logger,
 		now:     opts.Now,
 		maxWait: opts.MaxRecvTimeout,
+		version: opts.Version,
 		done:    make(chan struct{}),
 	}
 	if s.log == nil {
@@ -226,6 +235,9 @@ func (s *Server) millis() int64 {
 
 // healthz answers that the process is serving. It does not touch the store.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	if s.version != "" {
+		w.Header().Set(VersionHeader, s.version)
+	}
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	return nil
 }

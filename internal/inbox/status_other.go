@@ -1,0 +1,22 @@
+//go:build !linux
+
+package inbox
+
+import (
+	"io/fs"
+
+	"github.com/gofrs/flock"
+)
+
+// lockHeld tries the lock at path and gives it back at once.
+func lockHeld(path string, _ fs.FileInfo) (bool, error) {
+	l := flock.New(path)
+	got, err := l.TryLock()
+	if err != nil {
+		return false, err
+	}
+	if got {
+		return false, l.Unlock()
+	}
+	return true, nil
+}
