@@ -318,7 +318,7 @@ func TestAcceptAmbiguousFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{k1, k2} {
-		if err := s.Receive(pairing.Request{Key: k, Name: "twin", RequestID: strings.Repeat("0", 32), ReplyTo: k + "#s"}); err != nil {
+		if _, err := s.Receive(pairing.Request{Key: k, Name: "twin", RequestID: strings.Repeat("0", 32), ReplyTo: k + "#s"}); err != nil {
 			t.Fatal(err)
 		}
 	}
