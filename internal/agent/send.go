@@ -9,6 +9,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -100,7 +101,8 @@ func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "queued for %s (%s) (msg_id %s)", to, t.session, msgID)
+	// The session may come from the roster: another party's text.
+	fmt.Fprintf(&b, "queued for %s (%s) (msg_id %s)", to, render.Inert(untrusted.Label(t.session)), msgID)
 	switch {
 	case taskID != "" && st != "":
 		fmt.Fprintf(&b, " [task %s · %s]", taskID, st)
@@ -152,7 +154,7 @@ func (a *Agent) cancelTask(ctx context.Context, args args) (string, error) {
 		a.log.Debug("progress marker", "err", err)
 	}
 	return fmt.Sprintf("cancellation of task %s sent to %s (%s) (msg_id %s) — %s",
-		taskID, to, t.session, msgID, presenceNote(t)), nil
+		taskID, to, render.Inert(untrusted.Label(t.session)), msgID, presenceNote(t)), nil
 }
 
 // resolvePetname finds the recipient key of to in a fresh read of
@@ -335,7 +337,7 @@ func presenceNote(t target) string {
 		}
 		if t.where.sibling != "" {
 			s += fmt.Sprintf(". Session %s of the same identity is live: pass session=%q to reach it now",
-				untrusted.Label(t.where.sibling), t.where.sibling)
+				render.Inert(untrusted.Label(t.where.sibling)), render.Inert(t.where.sibling))
 		}
 		return s
 	}

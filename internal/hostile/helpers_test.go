@@ -317,3 +317,8 @@ func checkInert(t testing.TB, where, text string, maxTags int) {
 func sessionInfo(sid string) identity.SessionInfo {
 	return identity.SessionInfo{SessionID: sid, Cwd: "/src/" + sid}
 }
+
+// identityInfo returns a session descriptor with every field given.
+func identityInfo(sid, cwd, git, summary string) identity.SessionInfo {
+	return identity.SessionInfo{SessionID: sid, Cwd: cwd, GitRoot: git, Summary: summary}
+}
