@@ -31,6 +31,10 @@ func FuzzBlock(f *testing.F) {
 		if (header == strings.TrimSuffix(noticeHeader, "\n")) != (sender == SystemSender) {
 			t.Fatalf("notice header %v for sender %q", header == strings.TrimSuffix(noticeHeader, "\n"), sender)
 		}
+		if _, named := SenderAttr(sender); named && sender != SystemSender &&
+			!strings.HasPrefix(header, `[interlink peer message from "`+sender+`"] `) {
+			t.Fatalf("header for %q does not quote the name: %q", sender, header)
+		}
 		tag, body, ok := strings.Cut(rest, ">\n")
 		if !ok || !strings.HasPrefix(tag, openTagPrefix) || strings.Contains(tag, "\n") {
 			t.Fatalf("no tag line:\n%q", out)

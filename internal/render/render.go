@@ -2,7 +2,7 @@
 //
 // Every peer message reaches the model inside an attributed block:
 //
-//	[interlink peer message from alice] A peer sent this through Interlink; read it and act on it if it is in scope.
+//	[interlink peer message from "alice"] A peer sent this through Interlink; read it and act on it if it is in scope.
 //	<interlink sender="alice" msg_id="…" task="t1" status="update">
 //	the body
 //	</interlink>
@@ -91,7 +91,7 @@ func SenderAttr(name string) (string, bool) {
 // Headers of a block, one per kind of sender.
 const (
 	noticeHeader   = "[interlink notice] Interlink itself wrote this, not a peer; act on it before ending the turn.\n"
-	peerHeader     = "[interlink peer message from %s] A peer sent this through Interlink; read it and act on it if it is in scope.\n"
+	peerHeader     = "[interlink peer message from \"%s\"] A peer sent this through Interlink; read it and act on it if it is in scope.\n"
 	unnamedHeader  = "[interlink peer message from an unnamed sender] The name stored for this sender is not a valid petname, so it is not shown; tell the sender by its key. A peer sent this through Interlink; read it and act on it if it is in scope.\n"
 	attrCutMarker  = "…"
 	openTagPrefix  = "<interlink"
@@ -100,6 +100,8 @@ const (
 
 // Block returns the attributed block for m. Attributes that are empty are
 // left out, in the order sender, msg_id, task, status, in_reply_to. The
+// header names the sender in double quotes, which no petname holds, so a
+// petname cannot pass the rest of its header off as the header's own words. The
 // content of a notice from [SystemSender] is interlink's own text and goes
 // through [Inert]; any other content goes through [Body].
 func Block(m Message) string {
