@@ -119,6 +119,7 @@ type Agent struct {
 	pairing   *pairing.Store
 	gate      *gate.Gate
 	sticky    *inbound.Sticky
+	knocks    *inbound.Knocks
 	outbox    *outbox.Outbox
 	announcer *presence.Announcer
 	progress  *progress.Markers
@@ -209,6 +210,7 @@ func New(cfg Config) (*Agent, error) {
 		own:      signer.Public(),
 		peers:    peers,
 		sticky:   inbound.NewSticky(),
+		knocks:   inbound.NewKnocks(&inbound.KnockOptions{Now: t.Now}),
 		pairKick: make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 	}
@@ -361,6 +363,7 @@ func (a *Agent) startWorkers(ctx context.Context) {
 			Mailbox:    a.mailbox,
 			Pairing:    a.pairing,
 			Sticky:     a.sticky,
+			Knocks:     a.knocks,
 			Notify:     a.pairingNotice,
 			Delivered:  a.delivered,
 			Dropped:    a.cfg.Dropped,

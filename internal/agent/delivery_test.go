@@ -2,14 +2,17 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -295,5 +298,69 @@ func TestSiblingSessionsSeparateMailboxes(t *testing.T) {
 	g2 := s2.waitText("receive_messages", nil, "for b2")
 	if strings.Contains(g1, "for b2") || strings.Contains(g2, "for b1") {
 		t.Errorf("mailboxes mixed:\n%s\n---\n%s", g1, g2)
+	}
+}
+
+// A long message is shown in parts of at most render.MaxText bytes; the
+// note of each part gives the offset read_message continues from, and the
+// parts put together are the text as sent.
+func TestLongMessageIsReadInParts(t *testing.T) {
+	url := startBus(t)
+	alice, bob := pair(t)
+	a := start(t, alice, "a1", []string{url}, nil)
+	b := start(t, bob, "b1", []string{url}, nil)
+	onRoster(t, url, bob.key(), "b1")
+
+	var sb strings.Builder
+	for i := 0; sb.Len() < 2*render.MaxText+1000; i++ {
+		fmt.Fprintf(&sb, "line %d of a long report, ü\n", i)
+	}
+	text := sb.String()
+	id := msgID(t, a.ok("send_message", map[string]any{"to": "bob", "text": text}))
+
+	first := b.waitText("receive_messages", nil, id)
+	receipt := testutil.Receipts(t, first)
+	if len(receipt) != 1 {
+		t.Fatalf("receipts = %v", receipt)
+	}
+	var got strings.Builder
+	offset, parts := 0, 0
+	res := first
+	for {
+		parts++
+		body := res[strings.Index(res, `msg_id="`+id+`">`)+len(`msg_id="`+id+`">`)+1 : strings.LastIndex(res, "\n</interlink>")]
+		if len(body) > render.MaxText {
+			t.Fatalf("part %d shows %d bytes, more than %d", parts, len(body), render.MaxText)
+		}
+		got.WriteString(body)
+		_, note, ok := strings.Cut(res, "\n[interlink] ")
+		if !ok {
+			t.Fatalf("part %d has no note:\n…%s", parts, res[len(res)-300:])
+		}
+		if !strings.Contains(note, fmt.Sprintf("is %d bytes", len(text))) {
+			t.Errorf("note does not give the full size %d: %q", len(text), note)
+		}
+		if strings.HasSuffix(note, "the end of the text.") {
+			break
+		}
+		_, after, _ := strings.Cut(note, "offset=")
+		next, err := strconv.Atoi(strings.TrimSuffix(after, "."))
+		if err != nil || next <= offset {
+			t.Fatalf("note %q gives no offset past %d", note, offset)
+		}
+		offset = next
+		res = b.ok("read_message", map[string]any{"sender": receipt[0]["sender"], "msg_id": receipt[0]["msg_id"], "offset": offset})
+	}
+	if got.String() != text {
+		t.Errorf("the %d parts put together differ from the text sent (%d of %d bytes)", parts, got.Len(), len(text))
+	}
+	if parts != 3 {
+		t.Errorf("read in %d parts, want 3", parts)
+	}
+	if msg := b.rpcErr("read_message", map[string]any{"sender": alice.key(), "msg_id": "no-such-id"}); !strings.Contains(msg, "invalid params") {
+		t.Errorf("unknown receipt: %q", msg)
+	}
+	if msg := b.rpcErr("read_message", map[string]any{"sender": alice.key(), "msg_id": id, "offset": 1.5}); !strings.Contains(msg, "offset") {
+		t.Errorf("fractional offset: %q", msg)
 	}
 }

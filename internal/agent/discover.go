@@ -11,6 +11,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/presence"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -45,7 +46,9 @@ func sessionLine(s identity.SessionInfo) string {
 	if sum := untrusted.Summary(s.Summary); sum != "" {
 		parts = append(parts, `"`+sum+`"`)
 	}
-	return strings.Join(parts, " · ")
+	// Labels are already free of control and format characters; Inert
+	// also breaks any spelling of interlink's block tags in them.
+	return render.Inert(strings.Join(parts, " · "))
 }
 
 // sessionList lists sessions for an error message, one per line.

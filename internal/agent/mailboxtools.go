@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -40,6 +41,35 @@ func (a *Agent) receiveMessages(_ context.Context, args args) (string, error) {
 	return strings.Join(lines, "\n"), nil
 }
 
+func (a *Agent) readMessage(_ context.Context, args args) (string, error) {
+	if err := a.requireReady(); err != nil {
+		return "", err
+	}
+	sender, err := args.str("sender", true)
+	if err != nil {
+		return "", err
+	}
+	msgID, err := args.str("msg_id", true)
+	if err != nil {
+		return "", err
+	}
+	offset, err := args.offset()
+	if err != nil {
+		return "", err
+	}
+	recs, err := a.mailbox.Records()
+	if err != nil {
+		return "", localState(err)
+	}
+	want := mailbox.Receipt{Sender: sender, MsgID: msgID}
+	for i := range recs {
+		if recs[i].Receipt() == want {
+			return render.RecordFrom(&recs[i], offset), nil
+		}
+	}
+	return "", invalidf("no received message with that receipt is kept in the mailbox; pass sender and msg_id exactly as the receipt gives them")
+}
+
 func (a *Agent) acknowledgeMessages(_ context.Context, args args) (string, error) {
 	if err := a.requireReady(); err != nil {
 		return "", err
@@ -55,6 +85,20 @@ func (a *Agent) acknowledgeMessages(_ context.Context, args args) (string, error
 	// The sentence is the original's: scripts match "Acknowledged N ".
 	return fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
 		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n), nil
+}
+
+// offset reads the offset argument of read_message: a whole number of
+// bytes, 0 or more, default 0.
+func (a args) offset() (int, error) {
+	v, ok := a["offset"]
+	if !ok || v == nil {
+		return 0, nil
+	}
+	f, ok := v.(float64)
+	if !ok || f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
+		return 0, invalidf("offset must be a whole number of bytes, 0 or more")
+	}
+	return int(f), nil
 }
 
 // receipts reads the messages argument of acknowledge_messages.

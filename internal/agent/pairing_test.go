@@ -281,9 +281,10 @@ func TestKnockHostileName(t *testing.T) {
 	}
 }
 
-// Item 37: 64 pending knocks at most, the oldest evicted; a second knock
-// from the same key replaces the first.
-func TestKnockCaps(t *testing.T) {
+// 64 pending knocks at most, and a full list keeps them all: the next new
+// key is dropped and counted in one notice. A second knock from a pending
+// key refreshes its request and adds no notice.
+func TestKnockCapsKeepPendingRequests(t *testing.T) {
 	url := startBus(t)
 	bob := newIdent(t)
 	b := start(t, bob, "b1", []string{url}, nil)
@@ -294,16 +295,23 @@ func TestKnockCaps(t *testing.T) {
 		knock(t, url, id, "s", fmt.Sprintf("knocker-%d", i), b)
 	}
 	knock(t, url, knockers[5], "s", "knocker-5-again", b)
-	eventually(t, "every knock handled", func() bool { return len(b.textRecords()) == pairing.InboundCap+2 })
+	const dropped = "1 pairing requests from unknown keys were dropped"
+	eventually(t, "every knock handled and the drop reported", func() bool {
+		recs := b.textRecords()
+		return len(recs) > 0 && strings.HasPrefix(recs[len(recs)-1].Content, dropped)
+	})
+	if n := len(b.textRecords()); n != pairing.InboundCap+1 {
+		t.Errorf("%d notices, want one per pending request and one for the drop (%d)", n, pairing.InboundCap+1)
+	}
 	list := b.ok("list_pair_requests", nil)
 	if n := strings.Count(list, "key: "); n != pairing.InboundCap {
 		t.Errorf("%d requests listed, want %d", n, pairing.InboundCap)
 	}
-	if strings.Contains(list, knockers[0].key()) {
-		t.Error("the oldest knock was not evicted")
+	if !strings.Contains(list, knockers[0].key()) || strings.Contains(list, knockers[pairing.InboundCap].key()) {
+		t.Error("the full list pushed out a pending request instead of dropping the newcomer")
 	}
 	if strings.Contains(list, `"knocker-5"`) || !strings.Contains(list, `"knocker-5-again"`) {
-		t.Errorf("the repeated knock did not replace the first:\n%s", list)
+		t.Errorf("the repeated knock did not refresh the first:\n%s", list)
 	}
 }
 
@@ -318,7 +326,7 @@ func TestAcceptAmbiguousFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{k1, k2} {
-		if err := s.Receive(pairing.Request{Key: k, Name: "twin", RequestID: strings.Repeat("0", 32), ReplyTo: k + "#s"}); err != nil {
+		if _, err := s.Receive(pairing.Request{Key: k, Name: "twin", RequestID: strings.Repeat("0", 32), ReplyTo: k + "#s"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -31,6 +31,12 @@ func (a *Agent) requestPair(ctx context.Context, args args) (string, error) {
 	if target == "" {
 		return "", invalidf("target must not be empty")
 	}
+	// The target becomes the peer's petname here once the other side
+	// accepts; refusing a name now beats a pairing that cannot complete.
+	if err := policy.CheckPetname(target); err != nil {
+		return "", invalidf("%q cannot become a petname (%s); use the 8-character fingerprint or the full key from discover instead",
+			target, strings.TrimPrefix(err.Error(), "policy: "))
+	}
 	ros := relay.FetchRoster(ctx, a.relays)
 	if ros.Available == 0 {
 		return "", invalidf("Discovery unavailable: no relay returned a valid roster, so %q cannot be found:\n%s",

@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -153,19 +155,45 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-// An explicit session is used as given when no relay answers.
+// An explicit session is used as given when no relay answers; without one,
+// the answer says that no roster could be read, not that the peer has no
+// session.
 func TestRoutingAllRelaysDown(t *testing.T) {
 	alice, _ := pair(t)
 	a := start(t, alice, "a1", []string{"http://127.0.0.1:1"}, nil)
 	got := a.ok("send_message", map[string]any{"to": "bob", "session": "b1", "text": "x"})
-	if !strings.HasPrefix(got, "queued for bob (b1)") || !strings.Contains(got, "not on the roster") {
+	if !strings.HasPrefix(got, "queued for bob (b1)") || !strings.Contains(got, "no relay's roster could be read") {
 		t.Errorf("send = %q", got)
 	}
-	if got := a.rpcErr("send_message", map[string]any{"to": "bob", "text": "x"}); !strings.Contains(got, "no session on the roster") {
+	got = a.rpcErr("send_message", map[string]any{"to": "bob", "text": "x"})
+	if !strings.Contains(got, "could not read a roster from any relay") || !strings.Contains(got, "http://127.0.0.1:1: relay: roster request failed") ||
+		strings.Contains(got, "no session on the roster") {
 		t.Errorf("without session: %q", got)
 	}
 	if got := a.ok("list_pending", nil); !strings.HasPrefix(got, "1 pending:\n→ bob (msg_id ") {
 		t.Errorf("list_pending = %q", got)
+	}
+}
+
+// A relay whose roster does not decode is named in the answer when the
+// peer has no session on the rosters that could be read.
+func TestRoutingNamesUnreadableRosters(t *testing.T) {
+	good := startBus(t)
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("<html>not a roster</html>"))
+	}))
+	t.Cleanup(garbage.Close)
+	alice, _ := pair(t)
+	a := start(t, alice, "a1", []string{good, garbage.URL}, nil)
+	got := a.rpcErr("send_message", map[string]any{"to": "bob", "text": "x"})
+	if !strings.Contains(got, "bob has no session on the roster") ||
+		!strings.Contains(got, "the roster of 1 relay(s) could not be read") || !strings.Contains(got, garbage.URL+": relay: malformed reply") {
+		t.Errorf("send = %q", got)
+	}
+	onlyGarbage := start(t, alice, "a2", []string{garbage.URL}, nil)
+	got = onlyGarbage.rpcErr("send_message", map[string]any{"to": "bob", "text": "x"})
+	if !strings.Contains(got, "could not read a roster from any relay") || !strings.Contains(got, "invalid roster JSON") {
+		t.Errorf("send with only an undecodable roster = %q", got)
 	}
 }
 

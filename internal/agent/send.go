@@ -9,6 +9,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -35,6 +36,10 @@ type whereabouts struct {
 	kind    presenceKind
 	ageMS   uint64
 	sibling string // a live session of the same identity, for away
+	// unread holds the relays whose roster could not be read, as
+	// "<url>: <error>"; noRoster is set when that was every relay.
+	unread   []string
+	noRoster bool
 }
 
 type presenceKind int
@@ -96,7 +101,8 @@ func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "queued for %s (%s) (msg_id %s)", to, t.session, msgID)
+	// The session may come from the roster: another party's text.
+	fmt.Fprintf(&b, "queued for %s (%s) (msg_id %s)", to, render.Inert(untrusted.Label(t.session)), msgID)
 	switch {
 	case taskID != "" && st != "":
 		fmt.Fprintf(&b, " [task %s · %s]", taskID, st)
@@ -148,7 +154,7 @@ func (a *Agent) cancelTask(ctx context.Context, args args) (string, error) {
 		a.log.Debug("progress marker", "err", err)
 	}
 	return fmt.Sprintf("cancellation of task %s sent to %s (%s) (msg_id %s) — %s",
-		taskID, to, t.session, msgID, presenceNote(t)), nil
+		taskID, to, render.Inert(untrusted.Label(t.session)), msgID, presenceNote(t)), nil
 }
 
 // resolvePetname finds the recipient key of to in a fresh read of
@@ -238,10 +244,10 @@ func (a *Agent) target(ctx context.Context, key identity.PublicKey, label, hint 
 	}
 	id, err := route.Select(q)
 	if err != nil {
-		return t, a.routeError(err, label, hint, entries)
+		return t, a.routeError(err, label, hint, entries, ros)
 	}
 	t.session = id
-	t.where = whereabouts{kind: gone}
+	t.where = whereabouts{kind: gone, unread: ros.Failures, noRoster: ros.Available == 0}
 	for _, e := range entries {
 		if e.Session.SessionID != id {
 			continue
@@ -262,8 +268,10 @@ func (a *Agent) target(ctx context.Context, key identity.PublicKey, label, hint 
 	return t, nil
 }
 
-// routeError explains why no session could be chosen.
-func (a *Agent) routeError(err error, label, hint string, entries []relay.Entry) error {
+// routeError explains why no session could be chosen. When relays did not
+// answer with a roster it says so, since "no session on the roster" would
+// then be a guess.
+func (a *Agent) routeError(err error, label, hint string, entries []relay.Entry, ros relay.Roster) error {
 	var amb *route.AmbiguousError
 	switch {
 	case errors.Is(err, route.ErrOwnSession):
@@ -283,12 +291,35 @@ func (a *Agent) routeError(err error, label, hint string, entries []relay.Entry)
 			return invalidf("%s has more than one live session; pass session=<id>:\n%s", label, sessionList(entries))
 		}
 		return invalidf("%s has several sessions, all away; pass session=<id>:\n%s", label, sessionList(entries))
+	case errors.Is(err, route.ErrNoSession) && ros.Available == 0:
+		return invalidf("could not read a roster from any relay, so no session of %s can be chosen; "+
+			"try again when a relay answers, or pass session=<id> if you know it:\n%s", label, rosterFailures(ros.Failures))
 	case errors.Is(err, route.ErrNoSession) && label == "self":
-		return invalidf("no other session of this identity is on the roster to reach")
+		return invalidf("no other session of this identity is on the roster to reach%s", unreadNote(ros.Failures))
 	case errors.Is(err, route.ErrNoSession):
-		return invalidf("%s has no session on the roster; it may be offline (run discover)", label)
+		return invalidf("%s has no session on the roster; it may be offline (run discover)%s", label, unreadNote(ros.Failures))
 	}
 	return invalidf("%v", err)
+}
+
+// rosterFailures lists the relays whose roster could not be read, one per
+// line. The errors are cleaned: a relay's error text is untrusted.
+func rosterFailures(failures []string) string {
+	lines := make([]string, len(failures))
+	for i, f := range failures {
+		lines[i] = "  " + untrusted.Clean(f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// unreadNote adds the relays whose roster could not be read to a message
+// about the roster, if there are any.
+func unreadNote(failures []string) string {
+	if len(failures) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the roster of %d relay(s) could not be read, so the session may be listed there:\n%s",
+		len(failures), rosterFailures(failures))
 }
 
 // presenceNote is the tail of a send result.
@@ -306,10 +337,12 @@ func presenceNote(t target) string {
 		}
 		if t.where.sibling != "" {
 			s += fmt.Sprintf(". Session %s of the same identity is live: pass session=%q to reach it now",
-				untrusted.Label(t.where.sibling), t.where.sibling)
+				render.Inert(untrusted.Label(t.where.sibling)), render.Inert(t.where.sibling))
 		}
 		return s
-	default:
-		return "the session is not on the roster, so delivery may never happen; run discover"
 	}
+	if t.where.noRoster {
+		return "no relay's roster could be read, so whether the session exists is unknown; delivering in the background"
+	}
+	return "the session is not on the roster, so delivery may never happen; run discover" + unreadNote(t.where.unread)
 }

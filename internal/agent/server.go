@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -93,6 +95,14 @@ func (a *Agent) tools() []tool {
 			mcp.WithString("notification_id", mcp.Description("Id from the inbox notice, if there was one; advisory.")),
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(100), mcp.Description(descLimit)),
 		), a.receiveMessages},
+		{mcp.NewTool("read_message",
+			mcp.WithDescription(fmt.Sprintf("Read one received message by its receipt, from a byte offset. A tool result shows at most "+
+				"%d bytes of a message's text and says when there is more; pass the receipt's sender and msg_id and the offset it gives "+
+				"to read on. Changes nothing; acknowledge the message as usual.", render.MaxText)),
+			mcp.WithString("sender", mcp.Required(), mcp.Description("Sender public key from the receipt.")),
+			mcp.WithString("msg_id", mcp.Required(), mcp.Description("msg_id from the receipt.")),
+			mcp.WithInteger("offset", mcp.Min(0), mcp.Description("Byte offset in the text to start at (default 0).")),
+		), a.readMessage},
 		{mcp.NewTool("acknowledge_messages",
 			mcp.WithDescription("Consume messages you have read, by their exact receipts ({sender, msg_id} as returned). "+
 				"Safe to repeat; messages that arrived later stay unread. Acknowledging means received, not acted on."),

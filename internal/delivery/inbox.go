@@ -6,6 +6,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/render"
 )
 
 // Inbox is the default Claude Code sink: every record becomes a line of the
@@ -58,12 +59,21 @@ func (s Channel) Notice(ctx context.Context, id, text string) (mailbox.State, er
 
 // Text sends r: content is the text, meta holds sender and msg_id and, when
 // set, task_id, status and in_reply_to.
+//
+// Claude Code shows channel content to the model as it is, without the
+// attributed block the other sinks render, so the text goes through
+// [render.Inert] and every meta value through [render.AttrValue] here. The
+// sender is a fixed word or a stored petname; one that [render.SenderAttr]
+// would not show is sent as no sender at all, never changed.
 func (s Channel) Text(_ context.Context, r Record) error {
-	meta := map[string]any{"sender": r.Sender, "msg_id": r.MsgID}
+	meta := map[string]any{"msg_id": render.AttrValue(r.MsgID)}
+	if sender, ok := render.SenderAttr(r.Sender); ok {
+		meta["sender"] = sender
+	}
 	for k, v := range map[string]string{"task_id": r.TaskID, "status": r.Status, "in_reply_to": r.InReplyTo} {
-		if v != "" {
+		if v = render.AttrValue(v); v != "" {
 			meta[k] = v
 		}
 	}
-	return s.Send(ChannelMethod, map[string]any{"content": r.Content, "meta": meta})
+	return s.Send(ChannelMethod, map[string]any{"content": render.Inert(r.Content), "meta": meta})
 }

@@ -36,6 +36,15 @@
 // same message arriving through two relays is admitted once, and a reply goes
 // to the session a peer last wrote from, whichever relay carried it.
 //
+// # Knocks
+//
+// Any key may knock, so a knock must cost little. One [Knocks] limiter per
+// process bounds the rate per key and across keys; the pairing store keeps
+// one request per key (a repeat refreshes it and adds no notice) and never
+// evicts a pending request to make room for a new one. Knocks turned away
+// for the rate or a full list are counted and reported to the operator in
+// one notice, at most every [DroppedNoticeEvery].
+//
 // # Untrusted content
 //
 // Message bodies are never logged: logs carry msg_id, the sender's

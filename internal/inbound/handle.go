@@ -25,6 +25,10 @@ type pendingCommit struct {
 	req      pairing.Request
 	found    bool
 	notified bool
+
+	// For a knock: the rate limits let it through, so a retry after a
+	// failed write does not count it again.
+	allowed bool
 }
 
 // Handle processes one delivery from the relay and reports whether the relay
@@ -147,7 +151,17 @@ func (l *Loop) deliver(p *pendingCommit) (bool, error) {
 	return true, nil
 }
 
-// knock stores a stranger's pairing request and tells the operator.
+// knock stores a stranger's pairing request and tells the operator, once
+// per pending request.
+//
+// A knock that cannot be answered is discarded first, at no cost. Then the
+// rate limits apply (see [Knocks]): a key knocking again within moments is
+// dropped silently, and a knock over the limit for all keys is dropped and
+// counted. The pairing store then either records a new request, which the
+// operator is told about, refreshes the pending request of the same key,
+// which adds no notice, or refuses a new key because its list of pending
+// requests is full, which is counted too. Counted drops reach the operator
+// as one notice with the count (see [Loop.reportDropped]).
 func (l *Loop) knock(ctx context.Context, p *pendingCommit) (bool, error) {
 	m := &p.d.Message
 	fp := p.d.Sender.Fingerprint()
@@ -162,12 +176,50 @@ func (l *Loop) knock(ctx context.Context, p *pendingCommit) (bool, error) {
 		l.log.Info("pairing request discarded", "reason", reason, "sender", fp, "msg_id", m.MsgID, "err", err)
 		return true, nil
 	}
-	if err := l.cfg.Pairing.Receive(req); err != nil {
+	if !p.allowed {
+		switch l.cfg.Knocks.allow(p.d.Sender) {
+		case knockKeyLimited:
+			l.log.Debug("pairing request dropped", "reason", "key_rate_limited", "sender", fp, "msg_id", m.MsgID)
+			return true, nil
+		case knockLimited:
+			l.log.Debug("pairing request dropped", "reason", "rate_limited", "sender", fp, "msg_id", m.MsgID)
+			l.reportDropped(ctx)
+			return true, nil
+		}
+		p.allowed = true
+	}
+	added, err := l.cfg.Pairing.Receive(req)
+	switch {
+	case errors.Is(err, pairing.ErrInboundFull):
+		l.cfg.Knocks.full()
+		l.log.Debug("pairing request dropped", "reason", "pending_list_full", "sender", fp, "msg_id", m.MsgID)
+		l.reportDropped(ctx)
+		return true, nil
+	case err != nil:
 		return false, fmt.Errorf("inbound: store pairing request from %s: %w", fp, err)
+	case !added:
+		l.log.Debug("pairing request refreshed", "sender", fp, "msg_id", m.MsgID)
+		return true, nil
 	}
 	l.log.Info("pairing request received", "sender", fp, "msg_id", m.MsgID)
 	l.notify(ctx, knockNotice(p.d.Sender, req, m.MsgID))
 	return true, nil
+}
+
+// reportDropped tells the operator about knocks turned away, when
+// [Knocks] says a notice is due.
+func (l *Loop) reportDropped(ctx context.Context) {
+	d, ok := l.cfg.Knocks.due()
+	if !ok {
+		return
+	}
+	id, err := identity.NewMsgID(nil)
+	if err != nil {
+		l.log.Warn("pairing requests dropped; no notice id", "full", d.Full, "rate_limited", d.Limited, "err", err)
+		return
+	}
+	l.log.Warn("pairing requests dropped", "full", d.Full, "rate_limited", d.Limited)
+	l.notify(ctx, droppedNotice(d, id))
 }
 
 // pairAccept completes the outbound request a pairing acceptance answers.

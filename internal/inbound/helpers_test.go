@@ -48,6 +48,7 @@ type fixture struct {
 	pair      *pairing.Store
 	gate      *gate.Gate
 	sticky    *inbound.Sticky
+	knocks    *inbound.Knocks
 	logs      *testutil.LockedBuffer
 	logger    *slog.Logger
 
@@ -81,6 +82,7 @@ func newFixture(tb testing.TB) *fixture {
 	}
 	f.gate = gate.New(f.me.Public(), &gate.Options{Now: f.clk.now})
 	f.sticky = inbound.NewSticky()
+	f.knocks = inbound.NewKnocks(&inbound.KnockOptions{Now: f.clk.now})
 	return f
 }
 
@@ -103,6 +105,7 @@ func (f *fixture) loop(url string) *inbound.Loop {
 		Mailbox:    f.mb,
 		Pairing:    f.pair,
 		Sticky:     f.sticky,
+		Knocks:     f.knocks,
 		Notify:     f.notify,
 		Logger:     f.logger,
 		RetryDelay: 10 * time.Millisecond,

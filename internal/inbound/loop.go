@@ -45,6 +45,9 @@ type Config struct {
 	Pairing *pairing.Store
 	// Sticky is the reply stickiness shared by every relay loop.
 	Sticky *Sticky
+	// Knocks limits the rate of pairing requests. One should serve every
+	// relay loop of the process; nil means a limiter of this loop's own.
+	Knocks *Knocks
 	// Notify hands a pairing notice to the host. It must not block for
 	// long: the relay is acknowledged after it returns. Nil drops notices.
 	Notify func(n Notice)
@@ -98,6 +101,9 @@ func New(cfg Config) *Loop {
 	if cfg.Dropped == nil {
 		cfg.Dropped = func(*identity.Message, string) {}
 	}
+	if cfg.Knocks == nil {
+		cfg.Knocks = NewKnocks(nil)
+	}
 	return &Loop{
 		cfg: cfg,
 		log: cfg.Logger.With("relay", cfg.Relay.URL(), "session", cfg.Route.Session),
@@ -113,13 +119,15 @@ func New(cfg Config) *Loop {
 // the message is acknowledged, and a failed acknowledgement is only logged:
 // the relay hands the message back and the replay checks drop it. When Handle
 // fails, Run waits RetryDelay and polls again, and the relay hands back the
-// same message.
+// same message. After every poll, Run tells the operator about knocks
+// turned away when [Knocks] says a notice is due.
 func (l *Loop) Run(ctx context.Context) error {
 	own := l.cfg.Route.String()
 	online := true
 	lastErr := ""
 	for ctx.Err() == nil {
 		d, err := l.cfg.Relay.Recv(ctx, own, l.cfg.PollWait)
+		l.reportDropped(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break

@@ -18,7 +18,27 @@
 // next append cuts it off before writing. Its record was never confirmed to
 // its writer, which tries again. The cursor moves only over the lines a
 // listener has printed, so a record appended while a batch was read is
-// never skipped. Lines before the cursor stay in the file.
+// never skipped.
+//
+// # Compaction
+//
+// Once every complete line has been shown, the listener's commit empties
+// the file: under the I/O lock it sets the cursor to 0 and then cuts the
+// file to nothing. An append waits for the I/O lock, so it lands either
+// before (and the cursor does not reach the end, so nothing is cut) or
+// after (into the emptied file). A crash between the two steps leaves the
+// cursor at 0 and the old lines in place, which are then shown again rather
+// than lost. A reader of another version that finds its cursor beyond the
+// end of the file starts again at 0, as the format always allowed. So the
+// file holds only what has not been shown yet, however long the session
+// runs.
+//
+// # Links
+//
+// Every inbox file, the lock files included, is opened without following a
+// symbolic link in its last element: O_NOFOLLOW where the system has it,
+// and on other systems a check of the path before opening and of the opened
+// file after (see [ErrSymlink]).
 package inbox
 
 import (
@@ -30,8 +50,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/gofrs/flock"
 
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
@@ -79,7 +97,7 @@ func (b *Inbox) Create() error {
 	if err := os.MkdirAll(filepath.Dir(b.path), 0o700); err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
-	f, err := os.OpenFile(b.path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := openFile(b.path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
@@ -93,12 +111,12 @@ func (b *Inbox) Append(line []byte) error {
 	if strings.ContainsAny(string(line), "\n\r") {
 		return errors.New("inbox: a record must be one line")
 	}
-	unlock, err := statefile.Lock(b.ioLock)
+	unlock, err := lockFile(b.ioLock)
 	if err != nil {
-		return fmt.Errorf("inbox: %w", err)
+		return err
 	}
-	defer func() { _ = unlock() }()
-	f, err := os.OpenFile(b.path, os.O_RDWR|os.O_CREATE, 0o600)
+	defer unlock()
+	f, err := openFile(b.path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("inbox: %w", err)
 	}
@@ -158,16 +176,16 @@ type Batch struct {
 // of the file (the file was replaced) starts again at 0. An unreadable
 // cursor is an error wrapping [ErrCorruptCursor].
 func (b *Inbox) Read() (Batch, error) {
-	unlock, err := statefile.Lock(b.ioLock)
+	unlock, err := lockFile(b.ioLock)
 	if err != nil {
-		return Batch{}, fmt.Errorf("inbox: %w", err)
+		return Batch{}, err
 	}
-	defer func() { _ = unlock() }()
+	defer unlock()
 	start, err := b.readCursor()
 	if err != nil {
 		return Batch{}, err
 	}
-	f, err := os.Open(b.path)
+	f, err := openFile(b.path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return Batch{End: start}, nil
 	}
@@ -204,7 +222,7 @@ func (b *Inbox) Read() (Batch, error) {
 }
 
 func (b *Inbox) readCursor() (int64, error) {
-	data, ok, err := statefile.Read(b.cursor)
+	data, ok, err := readFile(b.cursor)
 	if err != nil {
 		return 0, fmt.Errorf("inbox: %w", err)
 	}
@@ -218,15 +236,42 @@ func (b *Inbox) readCursor() (int64, error) {
 	return n, nil
 }
 
-// Commit stores end, from a [Batch], as the new cursor, atomically.
+// Commit stores end, from a [Batch], as the new cursor, atomically. When
+// end is the end of the last complete line, every line has been shown and
+// Commit compacts the file: see the package documentation.
 func (b *Inbox) Commit(end int64) error {
-	unlock, err := statefile.Lock(b.ioLock)
+	unlock, err := lockFile(b.ioLock)
 	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, err := openFile(b.path, os.O_RDWR, 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("inbox: %w", err)
 	}
-	defer func() { _ = unlock() }()
-	if err := statefile.WriteAtomic(b.cursor, []byte(strconv.FormatInt(end, 10))); err != nil {
+	var complete int64 = -1
+	if f != nil {
+		defer f.Close()
+		if complete, err = completeEnd(f); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+	}
+	if end != complete || end == 0 {
+		if err := statefile.WriteAtomic(b.cursor, []byte(strconv.FormatInt(end, 10))); err != nil {
+			return fmt.Errorf("inbox: commit cursor: %w", err)
+		}
+		return nil
+	}
+	// Everything was shown. The cursor goes back first: a crash before the
+	// cut then shows the old lines again instead of skipping new ones.
+	if err := statefile.WriteAtomic(b.cursor, []byte("0")); err != nil {
 		return fmt.Errorf("inbox: commit cursor: %w", err)
+	}
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("inbox: compact: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("inbox: compact: %w", err)
 	}
 	return nil
 }
@@ -234,12 +279,12 @@ func (b *Inbox) Commit(end int64) error {
 // Listen takes the session's listener lock without waiting. It reports
 // false when another listener holds it. release gives the lock back.
 func (b *Inbox) Listen() (release func(), ok bool, err error) {
-	if err := os.MkdirAll(filepath.Dir(b.lock), 0o700); err != nil {
-		return nil, false, fmt.Errorf("inbox: %w", err)
-	}
-	l := flock.New(b.lock)
-	got, err := l.TryLock()
+	l, err := newLock(b.lock)
 	if err != nil {
+		return nil, false, fmt.Errorf("inbox: listener lock: %w", err)
+	}
+	got, err := l.TryLock()
+	if err = linkError(b.lock, err); err != nil {
 		return nil, false, fmt.Errorf("inbox: listener lock: %w", err)
 	}
 	if !got {

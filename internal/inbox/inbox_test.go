@@ -59,9 +59,8 @@ func TestAppendReadCommit(t *testing.T) {
 	if next, _ := b.Read(); len(next.Lines) != 0 {
 		t.Errorf("after commit = %+v", next)
 	}
-	st, _ := os.Stat(b.Path())
-	if batch.End != st.Size() {
-		t.Errorf("End = %d, file size %d", batch.End, st.Size())
+	if batch.End != int64(len(`{"n":1}`+"\n"+`{"n":2}`+"\n")) {
+		t.Errorf("End = %d, want the length of both lines", batch.End)
 	}
 	if err := b.Append([]byte("two\nlines")); err == nil {
 		t.Error("a record with a newline was accepted")
@@ -70,7 +69,7 @@ func TestAppendReadCommit(t *testing.T) {
 
 func TestCreateKeepsContent(t *testing.T) {
 	b := newInbox(t)
-	appendLines(t, b, "kept")
+	appendLines(t, b, "kept", "unread")
 	if err := b.Commit(5); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +78,82 @@ func TestCreateKeepsContent(t *testing.T) {
 	}
 	data, _ := os.ReadFile(b.Path())
 	cur, _ := os.ReadFile(b.CursorPath())
-	if string(data) != "kept\n" || string(cur) != "5" {
+	if string(data) != "kept\nunread\n" || string(cur) != "5" {
 		t.Errorf("after Create: file %q, cursor %q", data, cur)
+	}
+}
+
+// Once every line has been shown, the commit empties the file and puts the
+// cursor back to 0; while a line is still unread, nothing is cut.
+func TestCommitCompactsOnceEverythingIsShown(t *testing.T) {
+	b := newInbox(t)
+	appendLines(t, b, "one", "two")
+	batch, err := b.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, b, "three") // arrives while the batch is shown
+	if err := b.Commit(batch.End); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(b.Path()); string(data) != "one\ntwo\nthree\n" {
+		t.Fatalf("file cut while a line was unread: %q", data)
+	}
+	rest, err := b.Read()
+	if err != nil || len(rest.Lines) != 1 || rest.Lines[0] != "three" {
+		t.Fatalf("after the commit = %+v, %v; want three", rest, err)
+	}
+	if err := b.Commit(rest.End); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(b.Path())
+	cur, _ := os.ReadFile(b.CursorPath())
+	if len(data) != 0 || string(cur) != "0" {
+		t.Fatalf("after everything was shown: file %q, cursor %q; want both empty", data, cur)
+	}
+	appendLines(t, b, "four")
+	if next, err := b.Read(); err != nil || len(next.Lines) != 1 || next.Lines[0] != "four" || next.End != 5 {
+		t.Errorf("after compaction = %+v, %v", next, err)
+	}
+}
+
+// A listener that died after the cursor went back but before the cut shows
+// the old lines again; nothing is skipped.
+func TestInterruptedCompactionShowsLinesAgain(t *testing.T) {
+	b := newInbox(t)
+	appendLines(t, b, "one", "two")
+	if err := os.WriteFile(b.CursorPath(), []byte("0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, b, "three")
+	batch, err := b.Read()
+	if err != nil || strings.Join(batch.Lines, ",") != "one,two,three" {
+		t.Fatalf("Read = %+v, %v", batch, err)
+	}
+}
+
+// A torn tail left by a crashed append is cut with the rest once every
+// complete line has been shown: it was never confirmed to its writer.
+func TestCompactionDropsATornTail(t *testing.T) {
+	b := newInbox(t)
+	appendLines(t, b, "whole")
+	f, err := os.OpenFile(b.Path(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"torn`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	batch, err := b.Read()
+	if err != nil || len(batch.Lines) != 1 {
+		t.Fatalf("Read = %+v, %v", batch, err)
+	}
+	if err := b.Commit(batch.End); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(b.Path()); len(data) != 0 {
+		t.Errorf("file after compaction = %q", data)
 	}
 }
 

@@ -28,10 +28,14 @@
 // # Bounds
 //
 // inbound and outbound hold at most [InboundCap] and [OutboundCap] entries,
-// one per key: a new entry replaces the one with the same key, and while a
-// list is at its cap the oldest entry (first in the list) is evicted before
-// the new one is appended. These are not per-sender rate limits; a flood of
-// knocks from fresh keys can push out pending requests. The queue holds at
+// one per key. A knock from a key already pending refreshes its entry in
+// place; a knock from a new key while inbound is full is refused
+// ([ErrInboundFull]) and never evicts a pending request, so a flood of
+// knocks from fresh keys cannot push out one the operator has yet to
+// decide on. (Rate limits are the receiving loop's business; see package
+// inbound.) A new outbound request to a key replaces the one to that key,
+// and while outbound is at its cap the oldest is evicted: those are this
+// session's own requests. The queue holds at
 // most [QueueCap] jobs and never evicts: adding to a full queue fails with
 // [ErrQueueFull], because dropping a queued confirmation would leave a peer
 // admitted on one side only.

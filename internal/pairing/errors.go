@@ -19,6 +19,12 @@ var (
 	// confirmation could not go back to the session that asked.
 	ErrNoReplyRoute = errors.New("pairing: knock has no usable reply_to route")
 
+	// ErrInboundFull reports a knock from a new key while [InboundCap]
+	// requests are pending. The knock is not stored and nothing was
+	// changed: a request already pending is never pushed out by a newer
+	// one, so a flood of knocks from fresh keys cannot hide it.
+	ErrInboundFull = errors.New("pairing: the list of pending requests is full")
+
 	// ErrNotFound reports that no pending inbound request matches the key or
 	// fingerprint given.
 	ErrNotFound = errors.New("pairing: no pending request")
@@ -29,8 +35,8 @@ var (
 	// [QueueCap] jobs. Nothing was changed.
 	ErrQueueFull = errors.New("pairing: control queue is full")
 	// ErrNotPending reports that the request being accepted is no longer
-	// pending as it was read: it was accepted, rejected, evicted or replaced
-	// meanwhile. Nothing was changed.
+	// pending as it was read: it was accepted, rejected or refreshed by a
+	// repeated knock meanwhile. Nothing was changed.
 	ErrNotPending = errors.New("pairing: request is no longer pending; review the pending requests again")
 	// ErrConfirmationPending reports an acceptance whose peer was authorized
 	// but whose confirmation could not be saved. It is wrapped by every

@@ -50,7 +50,7 @@ func ExampleStore_Accept() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := store.Receive(req); err != nil {
+	if _, err := store.Receive(req); err != nil {
 		log.Fatal(err)
 	}
 

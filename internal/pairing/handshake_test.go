@@ -100,7 +100,7 @@ func (s *side) receiveKnock(t *testing.T, m identity.Message) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.pairing.Receive(req); err != nil {
+	if _, err := s.pairing.Receive(req); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -93,7 +93,7 @@ func (f *fixture) receive(tb testing.TB, s *identity.Signer, name, id string) Re
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := f.store.Receive(req); err != nil {
+	if _, err := f.store.Receive(req); err != nil {
 		tb.Fatal(err)
 	}
 	return req

@@ -14,8 +14,9 @@ import (
 // Bounds of the three lists of a [State]; see the package documentation for
 // how each is enforced.
 const (
-	// InboundCap is the most pending inbound requests kept. At the cap the
-	// oldest is evicted to make room.
+	// InboundCap is the most pending inbound requests kept. At the cap a
+	// knock from a new key is refused with [ErrInboundFull]; a pending
+	// request is never evicted.
 	InboundCap = 64
 	// OutboundCap is the most outstanding outbound requests kept. At the cap
 	// the oldest is evicted to make room.
@@ -266,6 +267,21 @@ func upsert(list []Request, r Request, limit int) []Request {
 		list = slices.Delete(list, 0, n)
 	}
 	return append(list, r)
+}
+
+// receive returns list with the inbound request r in it, and whether r's
+// key is new to the list. A request with r's key is replaced where it
+// stands; a new key is appended, unless the list already holds limit
+// requests, which is [ErrInboundFull] and leaves list as it was.
+func receive(list []Request, r Request, limit int) ([]Request, bool, error) {
+	if i := slices.IndexFunc(list, func(e Request) bool { return e.Key == r.Key }); i >= 0 {
+		list[i] = r
+		return list, false, nil
+	}
+	if len(list) >= limit {
+		return list, false, fmt.Errorf("%w (%d pending)", ErrInboundFull, len(list))
+	}
+	return append(list, r), true, nil
 }
 
 // removeKey returns list without the entries for key, and whether any was

@@ -62,7 +62,7 @@ func TestCorruptJobDropped(t *testing.T) {
 		t.Error("Load changed the file")
 	}
 
-	if err := store.Receive(Request{Key: "k", Name: "n", RequestID: "r", ReplyTo: "k#s"}); err != nil {
+	if _, err := store.Receive(Request{Key: "k", Name: "n", RequestID: "r", ReplyTo: "k#s"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFile(t, store.Path()); bytes.Contains(got, []byte("bad-1")) || bytes.Count(got, []byte(`"route"`)) != 2 {
@@ -116,7 +116,7 @@ func TestCorruptFile(t *testing.T) {
 			if _, err := store.Find(key); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("Find error = %v, want ErrCorrupt", err)
 			}
-			if err := store.Receive(Request{Key: key, Name: "a", RequestID: "r", ReplyTo: key + "#s"}); !errors.Is(err, ErrCorrupt) {
+			if _, err := store.Receive(Request{Key: key, Name: "a", RequestID: "r", ReplyTo: key + "#s"}); !errors.Is(err, ErrCorrupt) {
 				t.Errorf("Receive error = %v, want ErrCorrupt", err)
 			}
 			if err := store.Sent("r"); !errors.Is(err, ErrCorrupt) {

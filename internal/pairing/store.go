@@ -157,19 +157,33 @@ func (s *Store) update(fn func(st *State) (changed bool, err error)) (err error)
 	return nil
 }
 
-// Receive records an inbound request (a knock), replacing a pending request
-// from the same key and evicting the oldest at [InboundCap]. The name is
-// cleaned with [untrusted.Name] again, so the store never holds a raw
-// claimed name even when req was not built by [InboundFromKnock].
-func (s *Store) Receive(req Request) error {
+// Receive records an inbound request (a knock) and reports whether its key
+// was new. A pending request from the same key is refreshed in place with
+// req (its request id, reply route and name); that is not new, and writes
+// nothing when req equals it. A request from a new key is appended, unless
+// [InboundCap] requests are pending already: then nothing changes and the
+// error wraps [ErrInboundFull]. A pending request is never evicted.
+//
+// The name is cleaned with [untrusted.Name] again, so the store never holds
+// a raw claimed name even when req was not built by [InboundFromKnock].
+func (s *Store) Receive(req Request) (added bool, err error) {
 	if req.Key == "" {
-		return errors.New("pairing: receive: empty key")
+		return false, errors.New("pairing: receive: empty key")
 	}
 	req.Name = untrusted.Name(req.Name)
-	return s.update(func(st *State) (bool, error) {
-		st.Inbound = upsert(st.Inbound, req, InboundCap)
-		return true, nil
+	err = s.update(func(st *State) (bool, error) {
+		i := slices.IndexFunc(st.Inbound, func(e Request) bool { return e.Key == req.Key })
+		if i >= 0 && st.Inbound[i] == req {
+			return false, nil
+		}
+		var err error
+		st.Inbound, added, err = receive(st.Inbound, req, InboundCap)
+		return err == nil, err
 	})
+	if err != nil {
+		return false, err
+	}
+	return added, nil
 }
 
 // Request records an outbound request to req.Key and queues its knock, in

@@ -34,7 +34,7 @@ func TestRestartFindsKnock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Receive(req); err != nil {
+	if _, err := f.store.Receive(req); err != nil {
 		t.Fatal(err)
 	}
 
@@ -96,7 +96,7 @@ func TestFindAmbiguousFingerprint(t *testing.T) {
 	}
 	for i, k := range []identity.PublicKey{k1, k2} {
 		req := Request{Key: k.String(), Name: "n", RequestID: fmt.Sprint("r", i), ReplyTo: k.String() + "#s"}
-		if err := f.store.Receive(req); err != nil {
+		if _, err := f.store.Receive(req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -335,31 +335,62 @@ func TestAcceptRefusesOtherJob(t *testing.T) {
 	}
 }
 
-// Item 37.
-func TestInboundCap(t *testing.T) {
+// A full list of pending requests refuses knocks from new keys and keeps
+// every request already pending; a key already pending still refreshes.
+func TestFullInboundListNeverEvictsAPendingRequest(t *testing.T) {
 	f := newFixture(t)
-	for i := range InboundCap + 1 {
+	for i := range InboundCap {
 		f.receive(t, testutil.NumberedSigner(t, i), fmt.Sprint("peer", i), fmt.Sprint("k", i))
 	}
-	st := f.load(t)
-	if len(st.Inbound) != InboundCap {
-		t.Fatalf("inbound holds %d, want %d", len(st.Inbound), InboundCap)
+	before := f.load(t)
+	if len(before.Inbound) != InboundCap {
+		t.Fatalf("inbound holds %d, want %d", len(before.Inbound), InboundCap)
 	}
-	if _, err := f.store.Find(testutil.NumberedSigner(t, 0).Public().String()); !errors.Is(err, ErrNotFound) {
-		t.Errorf("oldest knock still pending (Find error %v)", err)
+	data := readFile(t, f.store.Path())
+	for i := InboundCap; i < InboundCap+10; i++ {
+		s := testutil.NumberedSigner(t, i)
+		m := knock(t, s, f.me.Public(), "newcomer", fmt.Sprint("k", i), "s")
+		req, err := InboundFromKnock(s.Public(), &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		added, err := f.store.Receive(req)
+		if !errors.Is(err, ErrInboundFull) || added {
+			t.Fatalf("knock %d into a full list: added %v, error %v; want ErrInboundFull", i, added, err)
+		}
 	}
-	if st.Inbound[0].Key != testutil.NumberedSigner(t, 1).Public().String() || st.Inbound[InboundCap-1].Key != testutil.NumberedSigner(t, InboundCap).Public().String() {
-		t.Error("inbound is not oldest first after eviction")
+	if got := readFile(t, f.store.Path()); !bytes.Equal(got, data) {
+		t.Error("a refused knock changed the file")
+	}
+	if _, err := f.store.Find(testutil.NumberedSigner(t, 0).Public().String()); err != nil {
+		t.Errorf("the oldest pending request is gone: %v", err)
 	}
 
-	again := f.receive(t, testutil.NumberedSigner(t, 10), "renamed", "k10-again")
-	st = f.load(t)
-	if len(st.Inbound) != InboundCap {
-		t.Errorf("inbound holds %d after a repeated knock, want %d", len(st.Inbound), InboundCap)
+	// A repeated knock refreshes its entry in place, full list or not.
+	s := testutil.NumberedSigner(t, 10)
+	m := knock(t, s, f.me.Public(), "renamed", "k10-again", "s2")
+	again, err := InboundFromKnock(s.Public(), &m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, err := f.store.Find(again.Key)
-	if err != nil || got.RequestID != "k10-again" || got.Name != "renamed" {
-		t.Errorf("repeated knock stored as %+v (%v), want the new id and name", got, err)
+	added, err := f.store.Receive(again)
+	if err != nil || added {
+		t.Fatalf("repeated knock: added %v, error %v; want a refresh", added, err)
+	}
+	after := f.load(t)
+	if len(after.Inbound) != InboundCap || after.Inbound[10] != again {
+		t.Errorf("repeated knock stored as %+v at %d entries, want it refreshed in place", after.Inbound[10], len(after.Inbound))
+	}
+	// The same knock once more changes nothing and writes nothing.
+	st1, err := os.Stat(f.store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added, err := f.store.Receive(again); err != nil || added {
+		t.Fatalf("identical knock: added %v, error %v", added, err)
+	}
+	if st2, err := os.Stat(f.store.Path()); err != nil || !os.SameFile(st1, st2) {
+		t.Errorf("an identical knock replaced the file (%v)", err)
 	}
 }
 
@@ -426,7 +457,7 @@ func TestClaimedNameCleaned(t *testing.T) {
 
 	// Receive cleans even a request built by hand.
 	raw := Request{Key: testutil.NumberedSigner(t, 100).Public().String(), Name: "a\nb\u202e", RequestID: "x", ReplyTo: testutil.NumberedSigner(t, 100).Public().String() + "#s"}
-	if err := f.store.Receive(raw); err != nil {
+	if _, err := f.store.Receive(raw); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := f.store.Find(raw.Key); got.Name != "ab" {
@@ -560,7 +591,7 @@ func TestConcurrentUpdates(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, req := range reqs {
 		wg.Go(func() {
-			if err := stores[i%2].Receive(req); err != nil {
+			if _, err := stores[i%2].Receive(req); err != nil {
 				t.Error(err)
 			}
 		})

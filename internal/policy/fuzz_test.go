@@ -3,7 +3,10 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -51,6 +54,59 @@ func FuzzParse(f *testing.F) {
 			if name, ok := p.Petname(e.Key); !ok || name != e.Name {
 				t.Fatalf("Petname(%s) = %q, %v; want %q", e.Key, name, ok, e.Name)
 			}
+		}
+	})
+}
+
+// FuzzPetname: CheckPetname never panics; a name it accepts holds only
+// characters rendering keeps, has no surrounding white space, is at most
+// PetnameLimit characters and is not reserved; peers.json loading applies
+// exactly the same rule; ReducePetname always yields an acceptable petname,
+// a reserved word or nothing, and reducing twice changes nothing more.
+func FuzzPetname(f *testing.F) {
+	for _, s := range []string{
+		"laptop", "bob laptop", "self", "Interlink", `"Interlink"`, `Inter"link`, "<self>", "INTERLINK",
+		"Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf", " self ", "a\xffb", "\u202eknil", "bob's <desk> & `co`",
+		"", " ", "\u00a0x", strings.Repeat("é", 65), "Interlin\u212a", "\u017felf",
+	} {
+		f.Add(s)
+	}
+	k := testKey(f, 1)
+	f.Fuzz(func(t *testing.T, name string) {
+		err := CheckPetname(name)
+		if err == nil {
+			if !utf8.ValidString(name) || name == "" || utf8.RuneCountInString(name) > PetnameLimit {
+				t.Fatalf("accepted %q: empty, too long or not UTF-8", name)
+			}
+			if strings.TrimSpace(name) != name {
+				t.Fatalf("accepted %q with surrounding white space", name)
+			}
+			if strings.IndexFunc(name, renderUnsafe) >= 0 {
+				t.Fatalf("accepted %q holding a character rendering changes", name)
+			}
+			if IsReserved(name) {
+				t.Fatalf("accepted the reserved %q", name)
+			}
+		} else if !errors.Is(err, ErrInvalidName) && !errors.Is(err, ErrReservedName) {
+			t.Fatalf("CheckPetname(%q) = %v, wraps neither sentinel", name, err)
+		}
+		if IsReserved(name) && err == nil {
+			t.Fatalf("reserved %q passes", name)
+		}
+		if utf8.ValidString(name) {
+			_, perr := Parse([]byte(policyJSON(Entry{name, k})))
+			if (perr == nil) != (err == nil) {
+				t.Fatalf("Parse and CheckPetname disagree on %q: %v / %v", name, perr, err)
+			}
+		}
+		r := ReducePetname(name)
+		if r != "" && !IsReserved(r) {
+			if err := CheckPetname(r); err != nil {
+				t.Fatalf("ReducePetname(%q) = %q, refused: %v", name, r, err)
+			}
+		}
+		if again := ReducePetname(r); again != r {
+			t.Fatalf("ReducePetname not idempotent: %q -> %q -> %q", name, r, again)
 		}
 	})
 }

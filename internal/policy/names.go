@@ -9,11 +9,6 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 )
 
-// selfName is what [Policy.ResolveSendTarget] accepts for our own identity,
-// and the name it returns for it: the same word the trust gate attributes
-// our own messages to.
-const selfName = "self"
-
 // maxListedNames bounds how many petnames an unknown-peer error lists.
 const maxListedNames = 20
 
@@ -27,14 +22,14 @@ const maxListedNames = 20
 // text cannot send anything to a stranger. An unknown name is an error
 // wrapping [ErrUnknownPeer] that lists the known petnames.
 func (p *Policy) ResolveSendTarget(to string, own identity.PublicKey) (identity.PublicKey, string, error) {
-	if strings.EqualFold(strings.TrimSpace(to), selfName) {
-		return own, selfName, nil
+	if strings.EqualFold(strings.TrimSpace(to), SelfName) {
+		return own, SelfName, nil
 	}
 	if k, ok := p.Key(to); ok {
 		return k, to, nil
 	}
 	return identity.PublicKey{}, "", fmt.Errorf("policy: %w %q: expected %q or a petname from peers.json (keys and fingerprints are not accepted); %s",
-		ErrUnknownPeer, to, selfName, p.knownNames())
+		ErrUnknownPeer, to, SelfName, p.knownNames())
 }
 
 // knownNames describes the petnames of p for an error message.

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // Policy is one snapshot of peers.json. It is never changed once built, so
@@ -112,22 +111,11 @@ func (p *Policy) remove(name string) bool {
 	return ok
 }
 
-// IsReserved reports whether name may never be a peer's petname: "self"
-// (our own identity, and what send_message treats as ourselves) and
-// "Interlink" (the sender of system notices). Both stand in the sender
-// position of rendered messages, so a peer carrying one could pass its words
-// off as ours or as the system's. The comparison ignores case, surrounding
-// white space and invisible characters (see [untrusted.Clean]), so look-alike
-// spellings are refused too.
-func IsReserved(name string) bool {
-	name = untrusted.Clean(name)
-	return strings.EqualFold(name, "self") || strings.EqualFold(name, "Interlink")
-}
-
 // Parse reads the file form of a policy. Any problem rejects the whole file
 // with an error wrapping [ErrInvalid] that says what is wrong: not UTF-8, not
-// a JSON object, an entry that is not an object or has no string "key", a
-// key that does not parse, the same key under two petnames (also
+// a JSON object, a petname that [CheckPetname] refuses (also
+// [ErrInvalidName] or [ErrReservedName]), an entry that is not an object or
+// has no string "key", a key that does not parse, the same key under two petnames (also
 // [ErrDuplicateKey]), a petname that appears twice (also [ErrDuplicateName];
 // encoding/json alone would silently keep the last one), or data after the
 // object. Fields of an entry other than "key" are ignored.
@@ -168,6 +156,12 @@ func parse(data []byte) (*Policy, error) {
 		}
 		if _, dup := p.byName[name]; dup {
 			return nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrDuplicateName, name)
+		}
+		// A petname is shown as the sender of its peer's messages, so a
+		// hand-edited file must not be able to name a peer "self" or
+		// "Interlink", or give it a name rendering would alter.
+		if err := CheckPetname(name); err != nil {
+			return nil, fmt.Errorf("%w: petname %q: %w", ErrInvalid, name, err)
 		}
 		k, err := parseEntry(dec, name)
 		if err != nil {

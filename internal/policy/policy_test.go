@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -28,8 +29,8 @@ func TestParse(t *testing.T) {
 			want: []Entry{{Name: "a", Key: k1}}},
 		{name: "sorted by name", data: policyJSON(Entry{"zeta", k1}, Entry{"Alpha", k2}),
 			want: []Entry{{Name: "Alpha", Key: k2}, {Name: "zeta", Key: k1}}},
-		{name: "arbitrary petnames", data: policyJSON(Entry{"", k1}, Entry{" spaced <b>&", k2}),
-			want: []Entry{{Name: "", Key: k1}, {Name: " spaced <b>&", Key: k2}}},
+		{name: "petnames with inner spaces and symbols", data: policyJSON(Entry{"bob laptop", k1}, Entry{"ops/db-1 [eu]", k2}),
+			want: []Entry{{Name: "bob laptop", Key: k1}, {Name: "ops/db-1 [eu]", Key: k2}}},
 		{name: "escaped petname", data: `{"caf\u00e9": {"key": "` + k1.String() + `"}}`,
 			want: []Entry{{Name: "café", Key: k1}}},
 		{name: "small-order key loads", data: policyJSON(Entry{"zero", small}),
@@ -103,6 +104,16 @@ func TestParseRejects(t *testing.T) {
 			is: ErrDuplicateName},
 		{name: "duplicate petname spelled differently", data: "{" + entry("a", k1) + ", " + entry(`\u0061`, k2) + "}",
 			is: ErrDuplicateName},
+		{name: "petname self", data: policyJSON(Entry{"self", k1}), is: ErrReservedName, msg: `petname "self"`},
+		{name: "petname Interlink", data: policyJSON(Entry{"laptop", k2}, Entry{"Interlink", k1}),
+			is: ErrReservedName, msg: `petname "Interlink"`},
+		{name: "petname INTERLINK", data: policyJSON(Entry{"INTERLINK", k1}), is: ErrReservedName},
+		{name: "petname full-width Interlink", data: policyJSON(Entry{"Ｉｎｔｅｒｌｉｎｋ", k1}), is: ErrReservedName},
+		{name: "petname with a zero-width space", data: policyJSON(Entry{"Inter\u200blink", k1}), is: ErrInvalidName, msg: "U+200B"},
+		{name: "empty petname", data: policyJSON(Entry{"", k1}), is: ErrInvalidName, msg: `petname "": invalid petname: empty`},
+		{name: "petname with angle brackets", data: policyJSON(Entry{"<self>", k1}), is: ErrInvalidName, msg: "U+003C"},
+		{name: "petname with a quote", data: policyJSON(Entry{`Inter"link`, k1}), is: ErrInvalidName, msg: "U+0022"},
+		{name: "petname with surrounding space", data: policyJSON(Entry{" laptop", k1}), is: ErrInvalidName, msg: "white space"},
 		{name: "trailing object", data: "{} {}", msg: "data after"},
 		{name: "trailing garbage", data: "{}x", msg: "data after"},
 		{name: "trailing brace", data: "{}}", msg: "data after"},
@@ -133,9 +144,9 @@ func TestParseRejects(t *testing.T) {
 func TestMarshal(t *testing.T) {
 	spec := mustParseKey(t, specKey)
 	k1 := testKey(t, 1)
-	p := mustPolicy(t, Entry{"my-desktop", spec}, Entry{"<b>&laptop", k1})
+	p := mustPolicy(t, Entry{"my-desktop", spec}, Entry{"café [b]", k1})
 	want := "{\n" +
-		"  \"<b>&laptop\": {\n" +
+		"  \"café [b]\": {\n" +
 		"    \"key\": \"" + k1.String() + "\"\n" +
 		"  },\n" +
 		"  \"my-desktop\": {\n" +
@@ -170,7 +181,7 @@ func TestMarshal(t *testing.T) {
 	}
 }
 
-func TestIsReserved(t *testing.T) {
+func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 	tests := []struct {
 		name string
 		want bool
@@ -181,19 +192,104 @@ func TestIsReserved(t *testing.T) {
 		{" self ", true},
 		{"\tself\n", true},
 		{"se\u200blf", true},
+		{"se>lf", true},
+		{"<self>", true},
+		{"\u017felf", true}, // long s
 		{"Interlink", true},
 		{"interlink", true},
 		{" INTERLINK", true},
+		{`"Interlink"`, true},
+		{`Inter"link`, true},
+		{"Inter\u200blink", true},
+		{"Inter\u202elink", true},
+		{"Ｉｎｔｅｒｌｉｎｋ", true},
+		{"ｓｅｌｆ", true},
+		{"Interlin\u212a", true}, // Kelvin sign
+		{"Inter&link", true},
+		{"Inter\u2028link", true},
 		{"myself", false},
 		{"self-2", false},
 		{"self laptop", false},
+		{"se lf", false},
 		{"Interlink2", false},
 		{"", false},
 		{"laptop", false},
+		{"\xffself", true},
 	}
 	for _, tt := range tests {
 		if got := IsReserved(tt.name); got != tt.want {
 			t.Errorf("IsReserved(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestCheckPetname(t *testing.T) {
+	tests := []struct {
+		name string
+		want error // nil: accepted
+		msg  string
+	}{
+		{"laptop", nil, ""},
+		{"bob's mac", ErrInvalidName, "U+0027"},
+		{"bob laptop", nil, ""},
+		{"café-2", nil, ""},
+		{"ops/db [eu] #1", nil, ""},
+		{"日本語の名前", nil, ""},
+		{strings.Repeat("é", PetnameLimit), nil, ""},
+		{strings.Repeat("é", PetnameLimit+1), ErrInvalidName, "longer than 64"},
+		{"", ErrInvalidName, "empty"},
+		{" laptop", ErrInvalidName, "white space"},
+		{"laptop\u00a0", ErrInvalidName, "white space"},
+		{"a\xffb", ErrInvalidName, "UTF-8"},
+		{"a\tb", ErrInvalidName, "U+0009"},
+		{"a\u0085b", ErrInvalidName, "U+0085"},
+		{"a\u200db", ErrInvalidName, "U+200D"},
+		{"a\u2066b", ErrInvalidName, "U+2066"},
+		{"a\u2029b", ErrInvalidName, "U+2029"},
+		{"a`b", ErrInvalidName, "U+0060"},
+		{"a&b", ErrInvalidName, "U+0026"},
+		{"se>lf", ErrInvalidName, "U+003E"},
+		{"self", ErrReservedName, "self and Interlink"},
+		{"INTERLINK", ErrReservedName, ""},
+		{"Ｉｎｔｅｒｌｉｎｋ", ErrReservedName, ""},
+	}
+	for _, tt := range tests {
+		err := CheckPetname(tt.name)
+		if tt.want == nil {
+			if err != nil {
+				t.Errorf("CheckPetname(%q) = %v, want nil", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, tt.want) || !strings.Contains(fmt.Sprint(err), tt.msg) {
+			t.Errorf("CheckPetname(%q) = %v, want %v saying %q", tt.name, err, tt.want, tt.msg)
+		}
+	}
+}
+
+func TestReducePetnameKeepsOnlyAllowedCharacters(t *testing.T) {
+	tests := []struct{ claimed, want string }{
+		{"laptop", "laptop"},
+		{`"Interlink"`, "Interlink"},
+		{`Inter"link`, "Interlink"},
+		{"<self>", "self"},
+		{"se>lf", "self"},
+		{"Inter\u200blink", "Interlink"},
+		{"bob's <desk> & `co`", "bobs desk  co"},
+		{" \u202elap\ntop\u2029 ", "laptop"},
+		{"< >", ""},
+		{strings.Repeat("x", 70), strings.Repeat("x", PetnameLimit)},
+		{strings.Repeat("x", 63) + " y", strings.Repeat("x", 63)},
+	}
+	for _, tt := range tests {
+		got := ReducePetname(tt.claimed)
+		if got != tt.want {
+			t.Errorf("ReducePetname(%q) = %q, want %q", tt.claimed, got, tt.want)
+		}
+		if got != "" && !IsReserved(got) {
+			if err := CheckPetname(got); err != nil {
+				t.Errorf("ReducePetname(%q) = %q, which CheckPetname refuses: %v", tt.claimed, got, err)
+			}
 		}
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/statefile"
-	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // Store is peers.json on disk. Its fields are fixed by [Open], so a Store is
@@ -107,9 +105,8 @@ func (s *Store) update(change func(p *Policy) error) error {
 
 // Add lists key under the petname name.
 //
-// It refuses a name that is empty, blank or not valid UTF-8
-// ([ErrInvalidName]), a reserved name ([ErrReservedName]) and a key of small
-// order ([ErrSmallOrderKey]). If key is already listed under another name,
+// It refuses a name that [CheckPetname] refuses ([ErrInvalidName],
+// [ErrReservedName]) and a key of small order ([ErrSmallOrderKey]). If key is already listed under another name,
 // or name already names another key, it returns a [*ConflictError] and
 // changes nothing. Adding a pair that is already listed succeeds without a
 // change.
@@ -126,13 +123,8 @@ func (s *Store) Add(name string, key identity.PublicKey) error {
 
 // checkAdd checks what [Store.Add] refuses before looking at the file.
 func checkAdd(name string, key identity.PublicKey) error {
-	switch {
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
-	case untrusted.Clean(name) == "":
-		return fmt.Errorf("%w: empty or blank", ErrInvalidName)
-	case IsReserved(name):
-		return fmt.Errorf("%w: self and Interlink name our own identity and system notices", ErrReservedName)
+	if err := CheckPetname(name); err != nil {
+		return err
 	}
 	return checkKey(key)
 }
@@ -193,11 +185,12 @@ func (s *Store) AddForPairing(name string, key identity.PublicKey) (string, erro
 // petname used:
 //
 //   - if key is already listed, its petname stays and nothing changes;
-//   - otherwise the claimed name is cleaned with [untrusted.Name]; if that
-//     leaves it empty or reserved, the key's fingerprint is used instead;
+//   - otherwise the claimed name is reduced to the characters a petname may
+//     hold ([ReducePetname]); if that leaves it empty or reserved, the key's
+//     fingerprint is used instead;
 //   - if that name is taken by another key, the first free of name-2,
 //     name-3, … is used, with name cut so the whole stays within
-//     [untrusted.NameLimit] characters.
+//     [PetnameLimit] characters.
 //
 // The claimed name is chosen by a stranger, so it never takes over an
 // existing petname; the suffix keeps both peers apart. A key of small order
@@ -225,8 +218,9 @@ func (s *Store) AddAccepted(claimed string, key identity.PublicKey) (string, err
 // acceptedName picks the petname for key, which p does not list, from the
 // claimed name as [Store.AddAccepted] describes.
 func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
-	base := untrusted.Name(claimed)
-	if base == "" || IsReserved(base) {
+	base := ReducePetname(claimed)
+	if CheckPetname(base) != nil {
+		// Empty or reserved: the fingerprint is always a valid petname.
 		base = key.Fingerprint()
 	}
 	if _, taken := p.byName[base]; !taken {
@@ -235,7 +229,7 @@ func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
 	// Terminates: p has finitely many names.
 	for n := 2; ; n++ {
 		suffix := "-" + strconv.Itoa(n)
-		name := cutRunes(base, untrusted.NameLimit-len(suffix)) + suffix
+		name := cutRunes(base, PetnameLimit-len(suffix)) + suffix
 		if _, taken := p.byName[name]; !taken {
 			return name
 		}

@@ -217,28 +217,21 @@ func (c *Client) Unregister(ctx context.Context, pubkey string, s identity.Sessi
 	return err
 }
 
-// Roster returns the relay's roster elements as raw JSON, unverified. The
-// error text tells the failures apart: "roster request failed" for a
-// transport failure, the numeric status for an HTTP error (a
-// [*StatusError]), "invalid roster JSON" for a body that is not JSON, and
-// "expected a roster array" for JSON of another shape.
+// Roster returns the relay's roster elements as raw JSON, unverified and
+// not even checked to be valid JSON one by one: see [FetchRoster], which
+// decodes each element on its own. The error text tells the failures apart:
+// "roster request failed" for a transport failure, the numeric status for
+// an HTTP error (a [*StatusError]), "invalid roster JSON" for a body whose
+// outer structure is not JSON, and "expected a roster array" for JSON of
+// another shape.
 func (c *Client) Roster(ctx context.Context) ([]json.RawMessage, error) {
 	body, err := c.do(ctx, "roster", http.MethodGet, "/roster", nil, rosterTimeout, rosterLimit)
 	if err != nil {
 		return nil, err
 	}
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("%w: invalid roster JSON from %s", ErrMalformed, c.base)
-	}
-	var top struct {
-		Roster json.RawMessage `json:"roster"`
-	}
-	if err := json.Unmarshal(body, &top); err != nil || !bytes.HasPrefix(top.Roster, []byte("[")) {
-		return nil, fmt.Errorf("%w: expected a roster array from %s", ErrMalformed, c.base)
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(top.Roster, &elems); err != nil {
-		return nil, fmt.Errorf("%w: expected a roster array from %s: %v", ErrMalformed, c.base, err)
+	elems, err := rosterElements(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v (from %s)", ErrMalformed, err, c.base)
 	}
 	return elems, nil
 }

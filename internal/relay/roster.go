@@ -45,13 +45,17 @@ type Roster struct {
 
 // FetchRoster reads the roster of every relay at once and merges the
 // answers in the order of clients, so the result does not depend on which
-// relay answered first. Elements that do not decode as announcements or
-// whose signature does not verify are skipped without a failure: a relay
-// can store anything anyone posted.
+// relay answered first. Each element is decoded on its own, and elements
+// that do not decode as announcements (wrong types, nesting too deep, not
+// JSON at all) or whose signature does not verify are skipped without a
+// failure: a relay can store anything anyone posted, and junk must never
+// hide the entries that verify. How many were skipped, and why, is logged
+// once per relay at debug level.
 func FetchRoster(ctx context.Context, clients []*Client) Roster {
 	type result struct {
-		elems []identity.Announcement
-		err   error
+		elems       []identity.Announcement
+		err         error
+		undecodable int
 	}
 	results := make([]result, len(clients))
 	var wg sync.WaitGroup
@@ -66,7 +70,7 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 			for _, elem := range raw {
 				a, err := identity.DecodeAnnouncement(elem)
 				if err != nil {
-					c.log.Debug("roster entry skipped", "relay", c.base, "reason", "undecodable")
+					results[i].undecodable++
 					continue
 				}
 				anns = append(anns, a)
@@ -84,10 +88,11 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 			continue
 		}
 		r.Available++
+		badSig := 0
 		for _, a := range res.elems {
 			key, err := a.Verify()
 			if err != nil {
-				clients[i].log.Debug("roster entry skipped", "relay", clients[i].base, "reason", "bad_signature")
+				badSig++
 				continue
 			}
 			route := key.String() + "#" + a.Session.SessionID
@@ -106,6 +111,10 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 				AgeMS:   age,
 				Live:    age < uint64(LiveWindow.Milliseconds()),
 			})
+		}
+		if res.undecodable > 0 || badSig > 0 {
+			clients[i].log.Debug("roster entries skipped", "relay", clients[i].base,
+				"undecodable", res.undecodable, "bad_signature", badSig)
 		}
 	}
 	return r

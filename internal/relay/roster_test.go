@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -245,4 +246,96 @@ func TestRosterEmptyClients(t *testing.T) {
 	if r.Available != 0 || r.Entries != nil || r.Failures != nil {
 		t.Errorf("FetchRoster(nil) = %+v", r)
 	}
+}
+
+// A roster stuffed with junk of every kind still yields every entry that
+// verifies: elements of the wrong type, fields of the wrong type, nesting
+// deeper than a JSON decoder accepts, numbers too large for any type,
+// invalid UTF-8, bad signatures and unknown members.
+func TestFetchRosterUsesEveryEntryThatVerifies(t *testing.T) {
+	alice, bob := testutil.Signer(t, 7), testutil.Signer(t, 8)
+	good1 := marshal(t, alice.Announce("alice", session("a1"), 10))
+	good2 := marshal(t, bob.Announce("bob", session("b1"), 11))
+	forged := bob.Announce("bob", session("b2"), 11)
+	forged.Sig = alice.Announce("bob", session("b2"), 11).Sig
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	deepInside := `{"pubkey":"` + alice.Public().String() + `","name":"x","ts":1,"sig":"","junk":` + deep + `}`
+	junk := []string{
+		deep, deepInside, "5", `"text"`, "null", "true", "1e400", "[]", "{}",
+		`{"pubkey":5,"name":"x","ts":1,"sig":""}`,
+		`{"pubkey":"` + bob.Public().String() + `","name":["x"],"ts":1,"sig":""}`,
+		`{"pubkey":"` + bob.Public().String() + `","name":"x","ts":-1,"sig":""}`,
+		`{"pubkey":"` + bob.Public().String() + `","name":"x","ts":1e999,"sig":""}`,
+		"{\"pubkey\":\"\xff\xfe\",\"name\":\"x\",\"ts\":1,\"sig\":\"\"}",
+		marshal(t, forged),
+		`{"session":{"session_id":{"nested":[1,2,3]}}}`,
+	}
+	parts := []string{junk[0], good1}
+	parts = append(parts, junk[1:8]...)
+	parts = append(parts, good2)
+	parts = append(parts, junk[8:]...)
+	body := `{"version":` + deep + `,"roster":[` + strings.Join(parts, ",") + `],"extra":{"x":"]"}}`
+	if json.Valid([]byte(body)) {
+		t.Fatal("the test roster was meant to be deeper than encoding/json accepts")
+	}
+	r := FetchRoster(t.Context(), []*Client{New(startFake(t, reply(200, body)), nil)})
+	if len(r.Failures) != 0 || r.Available != 1 {
+		t.Fatalf("roster failed: %q", r.Failures)
+	}
+	var names []string
+	for _, e := range r.Entries {
+		names = append(names, e.Name+"@"+e.Key.Fingerprint())
+	}
+	want := []string{"alice@" + alice.Public().Fingerprint(), "bob@" + bob.Public().Fingerprint()}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+func marshal(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// FuzzRosterElements: splitting a roster reply never panics, and for any
+// reply encoding/json can decode, the elements are exactly those it finds
+// under "roster" (the last such member, matched exactly).
+func FuzzRosterElements(f *testing.F) {
+	for _, s := range []string{
+		`{"roster":[]}`, `{"roster":[1,"a",{"b":[]},null]}`, `{"roster":[],"roster":[{}]}`, `{"ROSTER":[]}`,
+		`{"roster":5}`, `[]`, `{"roster":[`, `{"a":"]","roster":[" ]\" "]}`, `{"roster":[1 2]}`, ` {"roster" : [ 1 , 2 ] } `,
+		`{"roster":[1e400,-0.5,true,false]}`, "{\"roster\":[\"\xff\"]}", `{"roster":[[[]]]}x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		elems, err := rosterElements(body)
+		var top map[string]json.RawMessage
+		if json.Unmarshal(body, &top) != nil {
+			return
+		}
+		var want []json.RawMessage
+		raw, ok := top["roster"]
+		if !ok || json.Unmarshal(raw, &want) != nil || want == nil {
+			if err == nil {
+				t.Fatalf("accepted %q, which has no roster array", body)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("refused %q: %v", body, err)
+		}
+		if len(elems) != len(want) {
+			t.Fatalf("%d elements, want %d, in %q", len(elems), len(want), body)
+		}
+		for i := range want {
+			if !bytes.Equal(bytes.TrimSpace(elems[i]), bytes.TrimSpace(want[i])) {
+				t.Fatalf("element %d = %q, want %q", i, elems[i], want[i])
+			}
+		}
+	})
 }

@@ -21,8 +21,13 @@ const MaxSessionLen = 128
 // so the rule refuses anything that could escape a directory, name a drive or
 // stream, or smuggle a line break into a log or a rendered notice: id must be
 // non-empty valid UTF-8 of at most [MaxSessionLen] bytes, must not be "." or
-// "..", and must not contain "/", "\", ":", NUL, or any control character
-// (C0, DEL and the C1 range, that is Unicode category Cc).
+// "..", and must not contain "/", "\", ":", NUL, any control character (C0,
+// DEL and the C1 range, that is Unicode category Cc), any format character
+// (Unicode category Cf: bidirectional overrides and isolates, zero-width
+// characters, the byte order mark), or the line and paragraph separators
+// U+2028 and U+2029. Session ids are shown to models and operators in
+// discover listings and send results; a format character could make one
+// read differently from its bytes, and a separator could start a line.
 //
 // Other characters, "#" and spaces included, are allowed: a "#" in a session
 // id survives [Parse], and the ids other hosts announce are not ours to
@@ -46,6 +51,10 @@ func ValidateSession(id string) error {
 			return fmt.Errorf("%w: %q at byte %d", ErrInvalidSession, r, i)
 		case r < 0x20 || r == 0x7f || unicode.Is(unicode.Cc, r):
 			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSession, r, i)
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Errorf("%w: format character %U at byte %d", ErrInvalidSession, r, i)
+		case r == '\u2028' || r == '\u2029':
+			return fmt.Errorf("%w: line or paragraph separator %U at byte %d", ErrInvalidSession, r, i)
 		}
 	}
 	return nil

@@ -1,0 +1,123 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/interlink-go/interlink/internal/untrusted"
+)
+
+// PetnameLimit is the most characters (Unicode code points) a petname may
+// have.
+const PetnameLimit = untrusted.NameLimit
+
+// Reserved names. Rendering puts a petname where the sender of a message is
+// named, and these two words already stand there for our own identity and
+// for interlink itself, so no peer may carry them.
+const (
+	// SelfName names our own identity: a message signed with our own key
+	// is attributed to it, and send_message takes it for another session
+	// of this identity.
+	SelfName = "self"
+	// SystemName is the sender of the notices interlink itself writes.
+	SystemName = "Interlink"
+)
+
+// CheckPetname returns nil when name may be a petname. Otherwise its error
+// wraps [ErrInvalidName] or [ErrReservedName] and says why.
+//
+// A petname is shown to the model as the sender of a message, verbatim: the
+// renderer refuses to write a sender it would have to change. So a petname
+// holds only characters rendering keeps as they are. It is refused when:
+//
+//   - it is empty, not valid UTF-8, or longer than [PetnameLimit]
+//     characters;
+//   - it starts or ends with white space;
+//   - it holds a character that rendering would change or drop: one of
+//     " ' < > & and `, a control or format character (Unicode Cc or Cf,
+//     which covers bidirectional overrides and zero-width characters), or
+//     the separators U+2028 and U+2029;
+//   - [IsReserved] reports it.
+func CheckPetname(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
+	case utf8.RuneCountInString(name) > PetnameLimit:
+		return fmt.Errorf("%w: longer than %d characters", ErrInvalidName, PetnameLimit)
+	}
+	first, _ := utf8.DecodeRuneInString(name)
+	last, _ := utf8.DecodeLastRuneInString(name)
+	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+		return fmt.Errorf("%w: leading or trailing white space", ErrInvalidName)
+	}
+	for _, r := range name {
+		if renderUnsafe(r) {
+			return fmt.Errorf("%w: holds %U, which rendering would change or drop", ErrInvalidName, r)
+		}
+	}
+	if IsReserved(name) {
+		return fmt.Errorf("%w: %s and %s name our own identity and interlink's notices, in any case or spelling",
+			ErrReservedName, SelfName, SystemName)
+	}
+	return nil
+}
+
+// renderUnsafe reports whether r may not appear in a petname: rendering
+// would change or drop it.
+func renderUnsafe(r rune) bool {
+	switch r {
+	case '"', '\'', '<', '>', '&', '`', '\u2028', '\u2029':
+		return true
+	}
+	return unicode.In(r, unicode.Cc, unicode.Cf)
+}
+
+// IsReserved reports whether name is a spelling of "self" or "Interlink".
+//
+// The comparison is on the form a reader would see: name is brought to
+// Unicode normalization form NFKC (so full-width letters and other
+// compatibility forms become the plain letters they look like), the
+// characters [CheckPetname] refuses are removed (so an invisible character
+// or a quote inside the word does not hide it), surrounding white space is
+// trimmed, and what is left is compared without regard to case. "SELF",
+// "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink" and "<self>" are all reserved.
+func IsReserved(name string) bool {
+	f := reservedForm(name)
+	return strings.EqualFold(f, SelfName) || strings.EqualFold(f, SystemName)
+}
+
+// reservedForm returns name as [IsReserved] compares it.
+func reservedForm(name string) string {
+	s := norm.NFKC.String(strings.ToValidUTF8(name, ""))
+	s = strings.Map(func(r rune) rune {
+		if renderUnsafe(r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.TrimSpace(s)
+}
+
+// ReducePetname turns a name someone else chose, such as the name a
+// stranger claims in a pairing request, into a petname candidate: it cleans
+// the name with [untrusted.Clean], removes every character [CheckPetname]
+// refuses, trims white space and keeps at most [PetnameLimit] characters.
+//
+// The result is empty or passes [CheckPetname] unless it is reserved; the
+// caller checks [IsReserved] and falls back to something else (the key's
+// fingerprint) in that case.
+func ReducePetname(claimed string) string {
+	s := strings.Map(func(r rune) rune {
+		if renderUnsafe(r) {
+			return -1
+		}
+		return r
+	}, untrusted.Clean(claimed))
+	return cutRunes(strings.TrimSpace(s), PetnameLimit)
+}

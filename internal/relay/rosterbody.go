@@ -1,0 +1,196 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// rosterElements returns the raw elements of the "roster" array in body, a
+// reply to GET /roster: a JSON object whose member "roster" (matched
+// exactly; the last one counts if it appears twice) is an array.
+//
+// Anyone who can reach a relay can put anything on its roster, so one
+// element must never spoil the others. The reply's outer structure, the
+// object and the array, is checked here, and each element only delimited:
+// brackets must balance and strings must end, but what lies between is
+// left for the announcement decoder, which rejects the element alone. In
+// particular no depth limit applies while delimiting, so an element nested
+// deeper than a JSON decoder accepts (encoding/json stops at 10,000 levels)
+// is rejected by itself instead of failing the whole reply.
+func rosterElements(body []byte) ([]json.RawMessage, error) {
+	s := &jsonScanner{b: body}
+	if !s.consume('{') {
+		if !json.Valid(body) {
+			return nil, errors.New("invalid roster JSON: the reply is not JSON")
+		}
+		return nil, errors.New("expected a roster array: the reply is not a JSON object")
+	}
+	var roster []json.RawMessage
+	found := false
+	for first := true; ; first = false {
+		if s.consume('}') {
+			break
+		}
+		if !first && !s.consume(',') {
+			return nil, s.syntax("expected , or } in the reply object")
+		}
+		start, end, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if body[start] != '"' || json.Unmarshal(body[start:end], &key) != nil {
+			return nil, s.syntax("expected a member name")
+		}
+		if !s.consume(':') {
+			return nil, s.syntax("expected : after a member name")
+		}
+		if key != "roster" {
+			if _, _, err := s.value(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		elems, err := s.array()
+		if err != nil {
+			return nil, err
+		}
+		roster, found = elems, true
+	}
+	s.space()
+	if s.i != len(body) {
+		return nil, s.syntax("data after the reply object")
+	}
+	if !found {
+		return nil, errors.New("expected a roster array: the reply has no roster member")
+	}
+	return roster, nil
+}
+
+// jsonScanner delimits JSON values in b from position i on.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) syntax(what string) error {
+	return fmt.Errorf("invalid roster JSON: %s at byte %d", what, s.i)
+}
+
+// space skips JSON white space.
+func (s *jsonScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// consume skips white space, then c if it comes next, and reports whether
+// it did.
+func (s *jsonScanner) consume(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// array reads an array and returns its elements.
+func (s *jsonScanner) array() ([]json.RawMessage, error) {
+	if !s.consume('[') {
+		return nil, errors.New("expected a roster array: the roster member is not an array")
+	}
+	elems := []json.RawMessage{}
+	for first := true; ; first = false {
+		if s.consume(']') {
+			return elems, nil
+		}
+		if !first && !s.consume(',') {
+			return nil, s.syntax("expected , or ] in the roster array")
+		}
+		start, end, err := s.value()
+		if err != nil {
+			return nil, err
+		}
+		elems = append(elems, json.RawMessage(s.b[start:end]))
+	}
+}
+
+// value skips white space and one value, and returns where the value
+// starts and ends. Containers are matched bracket for bracket without a
+// depth limit; scalars and the content of containers are not validated.
+func (s *jsonScanner) value() (start, end int, err error) {
+	s.space()
+	start = s.i
+	if s.i >= len(s.b) {
+		return 0, 0, s.syntax("unexpected end")
+	}
+	switch s.b[s.i] {
+	case '"':
+		if err := s.str(); err != nil {
+			return 0, 0, err
+		}
+		return start, s.i, nil
+	case '{', '[':
+		var open []byte // the closing bracket each open container needs
+		for {
+			if s.i >= len(s.b) {
+				return 0, 0, s.syntax("unexpected end")
+			}
+			switch c := s.b[s.i]; c {
+			case '"':
+				if err := s.str(); err != nil {
+					return 0, 0, err
+				}
+				continue
+			case '{':
+				open = append(open, '}')
+			case '[':
+				open = append(open, ']')
+			case '}', ']':
+				if len(open) == 0 || open[len(open)-1] != c {
+					return 0, 0, s.syntax("unbalanced brackets")
+				}
+				open = open[:len(open)-1]
+			}
+			s.i++
+			if len(open) == 0 {
+				return start, s.i, nil
+			}
+		}
+	case ',', ':', '}', ']':
+		return 0, 0, s.syntax("expected a value")
+	}
+	// A number or literal runs to the next delimiter.
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ',', '}', ']', ':', ' ', '\t', '\n', '\r', '"', '{', '[':
+			return start, s.i, nil
+		}
+		s.i++
+	}
+	return start, s.i, nil
+}
+
+// str skips a string, starting at its opening quote.
+func (s *jsonScanner) str() error {
+	s.i++
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '\\':
+			s.i += 2
+			continue
+		case '"':
+			s.i++
+			return nil
+		}
+		s.i++
+	}
+	return s.syntax("unterminated string")
+}
