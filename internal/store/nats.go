@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,6 +127,7 @@ type NATS struct {
 
 	closed atomic.Bool
 	turns  routeTurns // has its own lock
+	peeked seqRoutes  // has its own lock
 }
 
 var _ Store = (*NATS)(nil)
@@ -328,12 +328,15 @@ func (s *NATS) Peek(route string) (Entry, bool, error) {
 	if msg.Subject != subject {
 		return Entry{}, false, fmt.Errorf("store: peek: asked for the first message of %s, got one of %s", subject, msg.Subject)
 	}
+	s.peeked.add(msg.Sequence, route)
 	return Entry{Key: Key(route, msg.Sequence), Value: msg.Data}, true, nil
 }
 
 // Delete implements [Store.Delete]. It deletes the message with the key's
 // sequence only if that message is on the key's route: a key whose route
-// part names another route deletes nothing.
+// part names another route deletes nothing. For a key that Peek handed out
+// recently in this process the route is known; for any other key Delete
+// first asks the server which subject the sequence is on.
 func (s *NATS) Delete(key string) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -346,17 +349,22 @@ func (s *NATS) Delete(key string) error {
 	defer s.turns.take(route)()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	found, err := s.has(ctx, subject, seq)
-	if err != nil || !found {
-		return s.wrap("delete", err)
-	}
-	err = s.stream.DeleteMsg(ctx, seq)
-	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
-		// Most likely another process deleted it, or the cap dropped it,
-		// since has looked.
-		if found, herr := s.has(ctx, subject, seq); herr == nil && !found {
-			return nil
+	if !s.peeked.is(seq, route) {
+		found, err := s.has(ctx, subject, seq)
+		if err != nil || !found {
+			return s.wrap("delete", err)
 		}
+	}
+	err := s.stream.DeleteMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		// Most likely it was deleted already, here or in another
+		// process, or the cap dropped it.
+		if found, herr := s.has(ctx, subject, seq); herr == nil && !found {
+			err = nil
+		}
+	}
+	if err == nil {
+		s.peeked.forget(seq)
 	}
 	return s.wrap("delete", err)
 }
@@ -412,53 +420,4 @@ func (s *NATS) wrap(op string, err error) error {
 		return fmt.Errorf("store: %s: %w (%v)", op, ErrUnreachable, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
-}
-
-// routeTurns lets the operations of one route run one at a time, so that
-// Enqueue's count and publish see no Delete or Enqueue of the same route
-// from this process in between. A turn is held across requests to the
-// server; that is its purpose. Routes without a waiting or running
-// operation cost nothing.
-type routeTurns struct {
-	mu    sync.Mutex
-	turns map[string]*turn // guarded by mu; only routes with a holder
-}
-
-// turn is one route's token: a channel with room for one. refs counts the
-// holder and the waiters.
-type turn struct {
-	token chan struct{}
-	refs  int // guarded by routeTurns.mu
-}
-
-// take waits for route's turn and returns the function that ends it.
-func (r *routeTurns) take(route string) (done func()) {
-	r.mu.Lock()
-	if r.turns == nil {
-		r.turns = make(map[string]*turn)
-	}
-	t := r.turns[route]
-	if t == nil {
-		t = &turn{token: make(chan struct{}, 1)}
-		r.turns[route] = t
-	}
-	t.refs++
-	r.mu.Unlock()
-
-	t.token <- struct{}{}
-	return func() {
-		<-t.token
-		r.mu.Lock()
-		if t.refs--; t.refs == 0 {
-			delete(r.turns, route)
-		}
-		r.mu.Unlock()
-	}
-}
-
-// held returns the number of routes with a holder or a waiter.
-func (r *routeTurns) held() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.turns)
 }

@@ -540,3 +540,53 @@ func TestNATSCallsRacingCloseGetErrClosed(t *testing.T) {
 		t.Fatalf("Enqueue racing Close: %v, want ErrClosed", err)
 	}
 }
+
+// Peek remembers which route a sequence is on, so the Delete of a peeked
+// key skips a request; a key that pairs that sequence with another route
+// still deletes nothing.
+func TestNATSDeleteOfPeekedSequenceChecksRoute(t *testing.T) {
+	t.Parallel()
+	s := openNATS(t, natstest.Start(t, nil), nil)
+	ka, _ := enqueue(t, s, "K#a", "for a")
+	enqueue(t, s, "K#b", "for b")
+	wantHead(t, s, "K#a", ka, "for a")
+	del(t, s, Key("K#b", seqOf(t, ka)))
+	wantHead(t, s, "K#a", ka, "for a")
+	wantHead(t, s, "K#b", "", "for b")
+	del(t, s, ka)
+	if s.peeked.is(seqOf(t, ka), "K#a") {
+		t.Fatal("the deleted sequence is still remembered")
+	}
+	del(t, s, ka)
+	wantEmpty(t, s, "K#a")
+	wantHead(t, s, "K#b", "", "for b")
+}
+
+func TestSeqRoutesKeepsTheNewest(t *testing.T) {
+	var r seqRoutes
+	const n = 3 * seqRoutesMax
+	for seq := range uint64(n) {
+		r.add(seq, fmt.Sprint("K#", seq%7))
+		r.add(seq, "K#again") // a second Peek of the same entry changes nothing
+	}
+	if got := r.len(); got != seqRoutesMax {
+		t.Fatalf("remembers %d sequences, want %d", got, seqRoutesMax)
+	}
+	for _, seq := range []uint64{0, n - seqRoutesMax - 1} {
+		if r.is(seq, fmt.Sprint("K#", seq%7)) {
+			t.Errorf("sequence %d, among the oldest, is still remembered", seq)
+		}
+	}
+	for _, seq := range []uint64{n - seqRoutesMax, n - 1} {
+		if !r.is(seq, fmt.Sprint("K#", seq%7)) {
+			t.Errorf("sequence %d, among the newest, is forgotten", seq)
+		}
+		if r.is(seq, "K#again") {
+			t.Errorf("sequence %d moved to another route", seq)
+		}
+	}
+	r.forget(n - 1)
+	if r.is(n-1, fmt.Sprint("K#", (n-1)%7)) || r.len() != seqRoutesMax-1 {
+		t.Fatal("forget left the sequence in place")
+	}
+}
