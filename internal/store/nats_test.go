@@ -236,7 +236,8 @@ func sortBySeq(tb testing.TB, keys []string) {
 }
 
 // Every stored message also reaches core subscribers of the stream's
-// subjects, which is how other processes can learn that a route has mail.
+// subjects, with its route readable from the subject: one way for other
+// processes to learn that a route has mail.
 func TestNATSSendsReachCoreSubscribers(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t, nil)
