@@ -85,7 +85,7 @@ func (s *Server) start() {
 	srv.Start()
 	if !srv.ReadyForConnections(readyTimeout) {
 		srv.Shutdown()
-		s.tb.Fatalf("natstest: server not ready within %v", readyTimeout)
+		s.tb.Fatalf("natstest: server not ready on %s within %v (port taken?)", s.URL(), readyTimeout)
 	}
 	addr, ok := srv.Addr().(*net.TCPAddr)
 	if !ok {
@@ -130,6 +130,8 @@ func (s *Server) Shutdown() {
 
 // Restart stops the server if it runs and starts it again on the same
 // port with the same store, as a restarted nats-server process would be.
+// It fails the test if the server is not ready within ten seconds, which
+// is what happens if something else took the port in between.
 func (s *Server) Restart() {
 	s.tb.Helper()
 	s.Shutdown()
