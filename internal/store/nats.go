@@ -256,7 +256,7 @@ func isNetError(err error) bool {
 
 // redact returns serverURL with any password replaced, for messages and
 // logs. A list of servers is redacted server by server; an entry that does
-// not parse is left out, since it may hold a password.
+// not parse is replaced by a placeholder, since it may hold a password.
 func redact(serverURL string) string {
 	parts := strings.Split(serverURL, ",")
 	for i, p := range parts {
@@ -417,7 +417,7 @@ func (s *NATS) wrap(op string, err error) error {
 	case s.closed.Load():
 		return ErrClosed
 	case !s.nc.IsConnected():
-		return fmt.Errorf("store: %s: %w (%v)", op, ErrUnreachable, err)
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, op, err)
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
 }

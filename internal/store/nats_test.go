@@ -563,6 +563,24 @@ func TestNATSDeleteOfPeekedSequenceChecksRoute(t *testing.T) {
 	wantHead(t, s, "K#b", "", "for b")
 }
 
+// Deleting a peeked key whose message the cap has dropped since deletes
+// nothing and is no error, as for any absent key.
+func TestNATSDeleteOfPeekedKeyDroppedByCap(t *testing.T) {
+	t.Parallel()
+	s := openNATS(t, natstest.Start(t, nil), &Options{Cap: 1})
+	old, _ := enqueue(t, s, "K#s", "old")
+	wantHead(t, s, "K#s", old, "old")
+	head, dropped := enqueue(t, s, "K#s", "new")
+	if dropped != 1 {
+		t.Fatalf("dropped = %d, want 1", dropped)
+	}
+	del(t, s, old)
+	wantHead(t, s, "K#s", head, "new")
+	if s.peeked.is(seqOf(t, old), "K#s") {
+		t.Fatal("the dropped sequence is still remembered")
+	}
+}
+
 func TestSeqRoutesKeepsTheNewest(t *testing.T) {
 	var r seqRoutes
 	const n = 3 * seqRoutesMax
