@@ -10,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/interlink-go/interlink/internal/store/natstest"
 )
 
 // benchValue is about the size of a signed message envelope.
@@ -18,7 +22,9 @@ var benchValue = make([]byte, 512)
 
 // benchStores lists the stores the queue benchmarks run against. "bolt" is
 // the store as shipped; "bolt-batch" sends every write through Batch, even
-// a lone one, to show what the shortcut for lone writes saves.
+// a lone one, to show what the shortcut for lone writes saves. "nats" runs
+// a JetStream server in the process, on loopback, with a new stream for
+// each benchmark.
 func benchStores(b *testing.B, f func(b *testing.B, open func(opts *Options) Store)) {
 	b.Run("memory", func(b *testing.B) {
 		f(b, func(opts *Options) Store {
@@ -40,6 +46,21 @@ func benchStores(b *testing.B, f func(b *testing.B, open func(opts *Options) Sto
 			})
 		})
 	}
+	b.Run("nats", func(b *testing.B) {
+		srv := natstest.Start(b, nil)
+		f(b, func(opts *Options) Store {
+			no := &NATSOptions{Stream: fmt.Sprintf("B%d", streamSeq.Add(1))}
+			if opts != nil {
+				no.Options = *opts
+			}
+			s, err := OpenNATS(srv.URL(), no)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
 }
 
 // BenchmarkEnqueuePeekDelete measures one send, poll and ack: serially on one
@@ -185,6 +206,46 @@ func BenchmarkBoltTwoCommitFloor(b *testing.B) {
 		}
 	}
 	reportRate(b)
+}
+
+// BenchmarkNATSThreeRequestFloor is raw JetStream doing the least a send,
+// a poll and an ack cost: one request each (publish, get the first message
+// of the subject, delete by sequence), with none of the store's checks. It
+// is the floor the JetStream store's round trip is compared with.
+func BenchmarkNATSThreeRequestFloor(b *testing.B) {
+	srv := natstest.Start(b, nil)
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	stream, err := js.CreateStream(ctx, streamConfig("FLOOR", DefaultCap, 1, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	subject := NATSSubject("FLOOR", "K#s")
+	var lat []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := js.Publish(ctx, subject, benchValue); err != nil {
+			b.Fatal(err)
+		}
+		msg, err := stream.GetMsg(ctx, 0, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := stream.DeleteMsg(ctx, msg.Sequence); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	reportRate(b)
+	reportLatency(b, lat)
 }
 
 // BenchmarkBoltReopen opens a file of 100,000 entries over 1,000 routes,

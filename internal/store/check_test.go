@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/interlink-go/interlink/internal/store/natstest"
 )
 
 // forEachStore runs f once against each implementation. open returns a new,
@@ -24,6 +26,11 @@ func forEachStore(t *testing.T, f func(t *testing.T, open func(opts *Options) St
 	t.Run("bolt", func(t *testing.T) {
 		t.Parallel()
 		f(t, func(opts *Options) Store { return openBolt(t, filepath.Join(t.TempDir(), "bus.db"), opts) })
+	})
+	t.Run("nats", func(t *testing.T) {
+		t.Parallel()
+		srv := natstest.Start(t, nil)
+		f(t, func(opts *Options) Store { return openNATS(t, srv, opts) })
 	})
 }
 

@@ -66,3 +66,25 @@ func ExampleOpenBolt() {
 	// Output:
 	// true true {"payload":null,"ts":1}
 }
+
+// OpenNATS needs a NATS server with JetStream; several bus processes that
+// open the same stream share its queues.
+func ExampleOpenNATS() {
+	s, err := store.OpenNATS("nats://127.0.0.1:4222", &store.NATSOptions{
+		Options:  store.Options{Cap: 1024},
+		Stream:   "INTERLINK",
+		Replicas: 3,
+		MaxValue: 4 << 20,
+	})
+	if err != nil {
+		// errors.Is tells ErrUnreachable, ErrNoJetStream, ErrStreamConfig
+		// and ErrPayloadLimit apart; each message says what to do.
+		log.Fatal(err)
+	}
+	defer s.Close()
+	key, dropped, err := s.Enqueue("K#s1", []byte(`{"payload":null,"ts":1}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(key != "", dropped)
+}

@@ -1,10 +1,11 @@
 // Package store keeps the bus's message queues: one FIFO queue per route,
 // bounded, with the oldest entry dropped when a queue is full.
 //
-// There are two implementations of [Store]: [Memory], which loses everything
-// when the process ends, and [Bolt], a bbolt file that survives restarts. The
-// bus uses either through the interface, and the same conformance tests run
-// against both.
+// There are three implementations of [Store]: [Memory], which loses
+// everything when the process ends; [Bolt], a bbolt file that survives
+// restarts; and [NATS], a NATS JetStream stream that several processes can
+// share and that a JetStream cluster replicates. The bus uses any of them
+// through the interface, and the same conformance tests run against all.
 //
 // # Keys
 //
@@ -36,9 +37,27 @@ var (
 	// ErrLocked is returned by [OpenBolt] when another process (or another
 	// open [Bolt] in this one) holds the database file.
 	ErrLocked = errors.New("store: another process holds the database")
+
+	// ErrUnreachable is returned by [OpenNATS] when no NATS server answers
+	// at the URL, and by the methods of [NATS] while the connection is down
+	// (it comes back on its own when a server is reachable again).
+	ErrUnreachable = errors.New("store: NATS server unreachable")
+	// ErrNoJetStream is returned by [OpenNATS] when the server, or the
+	// account the connection uses, has JetStream disabled.
+	ErrNoJetStream = errors.New("store: JetStream not enabled")
+	// ErrStreamConfig is returned by [OpenNATS] when the stream exists with
+	// settings the store cannot work with, or cannot be created because its
+	// subjects overlap another stream's. A [*StreamConfigError] carries the
+	// differing settings.
+	ErrStreamConfig = errors.New("store: stream settings do not fit")
+	// ErrPayloadLimit is returned by [OpenNATS] when the server's
+	// max_payload is below [NATSOptions.MaxValue], and by [NATS.Enqueue]
+	// for a value above it.
+	ErrPayloadLimit = errors.New("store: value above the NATS server's max_payload")
 )
 
-// Options holds the settings shared by [NewMemory] and [OpenBolt]. A nil
+// Options holds the settings shared by [NewMemory], [OpenBolt] and
+// [OpenNATS] (through [NATSOptions]). A nil
 // *Options, like its zero value, means defaults.
 type Options struct {
 	// Cap is the most entries one route's queue holds. Zero or less means
@@ -46,7 +65,8 @@ type Options struct {
 	// themselves.
 	Cap int
 	// Now returns the current time; nil means [time.Now]. [Memory] uses it
-	// once, to seed its sequence.
+	// once, to seed its sequence, and [NATS] to set the first sequence of
+	// a stream it creates.
 	Now func() time.Time
 	// Logger receives the store's few log events; nil discards them. The
 	// stores do not log dropped entries: [Store.Enqueue] returns the count

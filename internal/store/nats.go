@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultNATSTimeout bounds each request [NATS] makes to the server unless
+// [NATSOptions.Timeout] says otherwise.
+const DefaultNATSTimeout = 5 * time.Second
+
+// jsErrCodeSubjectOverlap is the JetStream error code for a stream whose
+// subjects overlap an existing stream's.
+const jsErrCodeSubjectOverlap jetstream.ErrorCode = 10065
+
+// NATSOptions holds the settings of [OpenNATS]. A nil *NATSOptions, like its
+// zero value, means defaults.
+type NATSOptions struct {
+	// Options holds the cap, the clock and the logger. The cap becomes the
+	// stream's max_msgs_per_subject.
+	Options
+	// Stream names the stream; empty means [DefaultStream]. 1 to 64 ASCII
+	// letters, digits, '-' and '_'.
+	Stream string
+	// Replicas is how many servers of a JetStream cluster keep the stream;
+	// zero means 1. At most 5, and at most the cluster's size.
+	Replicas int
+	// Timeout bounds connecting and each request to the server; zero or
+	// less means [DefaultNATSTimeout].
+	Timeout time.Duration
+	// MaxValue, when above zero, is the largest value the caller will
+	// enqueue. OpenNATS fails with [ErrPayloadLimit] if the server's
+	// max_payload is lower, instead of the first large send failing later.
+	MaxValue int
+	// Connect holds further connection options, such as
+	// nats.UserCredentials for a credentials file. They apply after the
+	// store's own, so they may override them. A user and password may
+	// also be given in the URL.
+	Connect []nats.Option
+}
+
+func (o *NATSOptions) base() *Options {
+	if o == nil {
+		return nil
+	}
+	return &o.Options
+}
+
+func (o *NATSOptions) stream() string {
+	if o == nil || o.Stream == "" {
+		return DefaultStream
+	}
+	return o.Stream
+}
+
+func (o *NATSOptions) replicas() int {
+	if o == nil || o.Replicas == 0 {
+		return 1
+	}
+	return o.Replicas
+}
+
+func (o *NATSOptions) timeout() time.Duration {
+	if o == nil || o.Timeout <= 0 {
+		return DefaultNATSTimeout
+	}
+	return o.Timeout
+}
+
+// NATS is a [Store] kept in one NATS JetStream stream, so that several
+// processes can serve the same queues and a JetStream cluster can keep
+// copies of them on several machines.
+//
+// Each route's queue is the messages of one subject (see [NATSSubject]).
+// The stream keeps at most the cap of messages per subject and discards the
+// oldest of a full subject when a new one arrives, so the server enforces
+// the cap in the same step that stores the message. JetStream sequences are
+// per stream and only grow, so they serve as the sequence of the store's
+// keys, and messages of one subject come back in the order they were
+// stored. When [OpenNATS] creates the stream, it starts the sequence at the
+// current time in Unix nanoseconds, as [Memory] does: a key handed out by a
+// stream that was deleted and made again names a sequence below every key
+// of the new stream, so acking it cannot delete a newer message.
+//
+// Enqueue returns once the server has acknowledged the publish: the message
+// is stored as durably as the stream is configured. The stream is kept in
+// files; with replicas, a majority of the servers hold the message before
+// the acknowledgement. A server writes its files without an fsync per
+// message unless it runs with sync_interval set to always, so a power loss
+// of a single server's machine can lose the newest acknowledged messages;
+// a crash of the server process alone does not. An Enqueue that fails with
+// a time out may still have stored its message, which is then delivered
+// like any other; the bus delivers at least once in any case.
+//
+// Peek and Delete read from the stream leader, never from a replica that
+// may lag, so a message stored through one process is seen by the next Peek
+// of any other.
+//
+// The dropped count. The server does not report what a publish discarded,
+// so Enqueue counts the route's messages before it publishes, and Enqueue
+// and Delete take turns per route within one process. With one writing
+// process the count is exact. With several, an Enqueue or Delete of the
+// same route in another process between the count and the publish makes
+// the report off by the number of such operations, in either direction;
+// the stored queue is still exact, since the server applies the cap.
+//
+// While the connection is down, methods fail at once with an error
+// wrapping [ErrUnreachable] instead of waiting for it; the connection is
+// retried in the background without end.
+type NATS struct {
+	nc      *nats.Conn          // fixed at open
+	js      jetstream.JetStream // fixed at open; publishes
+	stream  jetstream.Stream    // fixed at open; reads, counts and deletes
+	name    string              // fixed at open; the stream's name
+	cap     int                 // fixed at open
+	timeout time.Duration       // fixed at open
+	log     *slog.Logger        // fixed at open
+
+	closed atomic.Bool
+	turns  routeTurns // has its own lock
+	peeked seqRoutes  // has its own lock
+}
+
+var _ Store = (*NATS)(nil)
+
+// OpenNATS connects to the NATS server at serverURL (nats://host:port, or a
+// comma-separated list of servers of one cluster) and opens the stream,
+// creating it if it does not exist. Its errors wrap [ErrUnreachable] when
+// no server answers, [ErrNoJetStream] when JetStream is off, and are a
+// [*StreamConfigError] when an existing stream does not fit.
+func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
+	base := opts.base()
+	name := opts.stream()
+	if err := checkStreamName(name); err != nil {
+		return nil, err
+	}
+	replicas := opts.replicas()
+	if replicas < 1 || replicas > maxReplicas {
+		return nil, fmt.Errorf("store: %d replicas: want 1 to %d", replicas, maxReplicas)
+	}
+	s := &NATS{
+		name:    name,
+		cap:     base.capacity(),
+		timeout: opts.timeout(),
+		log:     base.logger(),
+	}
+	where := redact(serverURL)
+	conn := []nats.Option{
+		nats.Timeout(s.timeout),
+		nats.MaxReconnects(-1),
+		// No buffer while reconnecting: a request then fails at once
+		// rather than sit in a buffer and reach the server after its
+		// caller gave up.
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if !s.closed.Load() {
+				s.log.Warn("NATS connection lost", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			s.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			s.log.Warn("NATS error", "err", err)
+		}),
+	}
+	if opts != nil {
+		conn = append(conn, opts.Connect...)
+	}
+	nc, err := nats.Connect(serverURL, conn...)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || isNetError(err) {
+			return nil, fmt.Errorf("%w at %s (%v): check the URL and that nats-server is running and reachable", ErrUnreachable, where, err)
+		}
+		return nil, fmt.Errorf("store: connect to NATS at %s: %w", where, err)
+	}
+	s.nc = nc
+	if err := s.open(base, replicas, opts); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	s.log.Debug("store opened", "nats", where, "stream", name, "replicas", replicas, "cap", s.cap)
+	return s, nil
+}
+
+// open checks JetStream and the payload limit, and finds or creates the
+// stream.
+func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return fmt.Errorf("store: JetStream: %w", err)
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		switch {
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+			return fmt.Errorf("%w on the server (%v): start nats-server with -js, or add a jetstream block to its configuration", ErrNoJetStream, err)
+		case errors.Is(err, context.DeadlineExceeded):
+			// A cluster without JetStream does not answer at all.
+			return fmt.Errorf("%w: no JetStream answer within %v: check that the servers run with JetStream (nats-server -js, or a jetstream block in each configuration)", ErrNoJetStream, s.timeout)
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+			return fmt.Errorf("%w for this account (%v): enable JetStream for the account in the server's configuration, or connect as a user of an account that has it", ErrNoJetStream, err)
+		}
+		return fmt.Errorf("store: JetStream account info: %w", err)
+	}
+	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue) {
+		return fmt.Errorf("%w: the server accepts messages up to %d bytes, the store must accept %d: raise max_payload in the nats-server configuration",
+			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue)
+	}
+
+	var first uint64
+	if ns := base.now().UnixNano(); ns > 0 {
+		first = uint64(ns)
+	}
+	want := streamConfig(s.name, s.cap, replicas, first)
+	stream, err := js.Stream(ctx, s.name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = js.CreateStream(ctx, want)
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			// Another process created it first; use theirs if it fits.
+			stream, err = js.Stream(ctx, s.name)
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
+			return &StreamConfigError{Stream: s.name, Overlap: apiErr.Description}
+		case err == nil:
+			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store: open stream %q: %w", s.name, err)
+	}
+	if ms := compareStreamConfig(stream.CachedInfo().Config, want); len(ms) > 0 {
+		return &StreamConfigError{Stream: s.name, Mismatches: ms}
+	}
+	s.js, s.stream = js, stream
+	return nil
+}
+
+// isNetError reports whether err comes from the network, such as a refused
+// connection.
+func isNetError(err error) bool {
+	var ne interface{ Timeout() bool }
+	return errors.As(err, &ne)
+}
+
+// redact returns serverURL with any password replaced, for messages and
+// logs. A list of servers is redacted server by server; an entry that does
+// not parse is replaced by a placeholder, since it may hold a password.
+func redact(serverURL string) string {
+	parts := strings.Split(serverURL, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		switch {
+		case err != nil:
+			parts[i] = "(unparsable URL)"
+		case u.User != nil:
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *NATS) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.timeout)
+}
+
+// Enqueue implements [Store.Enqueue]. The value is sent before Enqueue
+// returns, so the caller may reuse its buffer.
+func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err error) {
+	if s.closed.Load() {
+		return "", 0, ErrClosed
+	}
+	subject := NATSSubject(s.name, route)
+	defer s.turns.take(route)()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	before, err := s.count(ctx, subject)
+	if err != nil {
+		return "", 0, s.wrap("enqueue", err)
+	}
+	ack, err := s.js.Publish(ctx, subject, value)
+	if err != nil {
+		if errors.Is(err, nats.ErrMaxPayload) {
+			return "", 0, fmt.Errorf("%w: %d bytes, the server accepts %d: raise max_payload in the nats-server configuration",
+				ErrPayloadLimit, len(value), s.nc.MaxPayload())
+		}
+		return "", 0, s.wrap("enqueue", err)
+	}
+	return Key(route, ack.Sequence), max(0, before+1-s.cap), nil
+}
+
+// count returns the number of messages stored under subject.
+func (s *NATS) count(ctx context.Context, subject string) (int, error) {
+	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return int(info.State.Subjects[subject]), nil
+}
+
+// Peek implements [Store.Peek]. It asks the stream leader for the first
+// message of route's subject.
+func (s *NATS) Peek(route string) (Entry, bool, error) {
+	if s.closed.Load() {
+		return Entry{}, false, ErrClosed
+	}
+	subject := NATSSubject(s.name, route)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	msg, err := s.stream.GetMsg(ctx, 0, jetstream.WithGetMsgSubject(subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Entry{}, false, nil
+	}
+	if err != nil {
+		return Entry{}, false, s.wrap("peek", err)
+	}
+	if msg.Subject != subject {
+		return Entry{}, false, fmt.Errorf("store: peek: asked for the first message of %s, got one of %s", subject, msg.Subject)
+	}
+	s.peeked.add(msg.Sequence, route)
+	return Entry{Key: Key(route, msg.Sequence), Value: msg.Data}, true, nil
+}
+
+// Delete implements [Store.Delete]. It deletes the message with the key's
+// sequence only if that message is on the key's route: a key whose route
+// part names another route deletes nothing. For a key that Peek handed out
+// recently in this process the route is known; for any other key Delete
+// first asks the server which subject the sequence is on.
+func (s *NATS) Delete(key string) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	route, seq, ok := splitKey(key)
+	if !ok {
+		return nil
+	}
+	subject := NATSSubject(s.name, route)
+	defer s.turns.take(route)()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	if !s.peeked.is(seq, route) {
+		found, err := s.has(ctx, subject, seq)
+		if err != nil || !found {
+			return s.wrap("delete", err)
+		}
+	}
+	err := s.stream.DeleteMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
+		// Most likely it was deleted already, here or in another
+		// process, or the cap dropped it.
+		if found, herr := s.has(ctx, subject, seq); herr == nil && !found {
+			err = nil
+		}
+	}
+	if err == nil {
+		s.peeked.forget(seq)
+	}
+	return s.wrap("delete", err)
+}
+
+// has reports whether the message with sequence seq is stored under
+// subject.
+func (s *NATS) has(ctx context.Context, subject string, seq uint64) (bool, error) {
+	msg, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return msg.Sequence == seq, nil
+}
+
+// Depth implements [Store.Depth]. It asks the server.
+func (s *NATS) Depth(route string) (int, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	n, err := s.count(ctx, NATSSubject(s.name, route))
+	if err != nil {
+		return 0, s.wrap("depth", err)
+	}
+	return n, nil
+}
+
+// Close implements [Store.Close]: it closes the connection, which fails
+// requests still waiting for an answer with [ErrClosed]. The stream and its
+// messages stay on the server. Calling Close again returns [ErrClosed].
+func (s *NATS) Close() error {
+	if s.closed.Swap(true) {
+		return ErrClosed
+	}
+	s.nc.Close()
+	return nil
+}
+
+// wrap adds context to an error from the server or the connection; nil
+// stays nil. Errors of a closed store become [ErrClosed], and errors while
+// the connection is down wrap [ErrUnreachable].
+func (s *NATS) wrap(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case s.closed.Load():
+		return ErrClosed
+	case !s.nc.IsConnected():
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, op, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}

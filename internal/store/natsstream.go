@@ -1,0 +1,206 @@
+package store
+
+import (
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Subjects. The stream named S keeps the queue of route R under the subject
+//
+//	interlink.S.r<R in unpadded base64url>
+//
+// Routes may hold any byte, including '.', '*', '>', white space and NUL,
+// none of which a subject token may; base64url's alphabet (letters, digits,
+// '-' and '_') is safe in a token, and the leading 'r' keeps the token of the
+// empty route non-empty. Decoding is strict, so each route has exactly one
+// subject and each subject at most one route. A route of 256 bytes makes a
+// token of 343 characters.
+const natsSubjectRoot = "interlink."
+
+var routeEncoding = base64.RawURLEncoding.Strict()
+
+// NATSSubject returns the subject that carries route's queue in the stream
+// named stream.
+func NATSSubject(stream, route string) string {
+	var b strings.Builder
+	b.Grow(len(natsSubjectRoot) + len(stream) + 2 + routeEncoding.EncodedLen(len(route)))
+	b.WriteString(natsSubjectRoot)
+	b.WriteString(stream)
+	b.WriteString(".r")
+	b.WriteString(routeEncoding.EncodeToString([]byte(route)))
+	return b.String()
+}
+
+// NATSSubjects returns the subject filter that matches the queue subject of
+// every route in the stream named stream.
+func NATSSubjects(stream string) string {
+	return natsSubjectRoot + stream + ".*"
+}
+
+// NATSRoute returns the route whose queue subject in the stream named stream
+// is subject, and false when [NATSSubject] makes no such subject.
+func NATSRoute(stream, subject string) (string, bool) {
+	token, ok := strings.CutPrefix(subject, natsSubjectRoot+stream+".r")
+	if !ok {
+		return "", false
+	}
+	route, err := routeEncoding.DecodeString(token)
+	if err != nil {
+		return "", false
+	}
+	return string(route), true
+}
+
+// DefaultStream is the stream name [OpenNATS] uses unless told otherwise.
+const DefaultStream = "INTERLINK"
+
+// maxStreamName is the longest stream name [OpenNATS] accepts.
+const maxStreamName = 64
+
+// checkStreamName accepts 1 to 64 ASCII letters, digits, '-' and '_': a
+// name that JetStream accepts and that is a valid subject token.
+func checkStreamName(name string) error {
+	if name == "" || len(name) > maxStreamName {
+		return fmt.Errorf("store: stream name %q: want 1 to %d characters", name, maxStreamName)
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("store: stream name %q: only letters, digits, - and _ are allowed", name)
+		}
+	}
+	return nil
+}
+
+// maxReplicas is the most replicas JetStream keeps of a stream.
+const maxReplicas = 5
+
+// streamConfig returns the settings of the stream the store creates. first
+// is its first sequence (see [NATS]).
+func streamConfig(name string, capacity, replicas int, first uint64) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              name,
+		Description:       "interlink bus queues, one subject per route",
+		Subjects:          []string{NATSSubjects(name)},
+		Retention:         jetstream.LimitsPolicy,
+		MaxConsumers:      -1,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxAge:            0,
+		MaxMsgsPerSubject: int64(capacity),
+		MaxMsgSize:        -1,
+		Discard:           jetstream.DiscardOld,
+		Storage:           jetstream.FileStorage,
+		Replicas:          replicas,
+		FirstSeq:          first,
+	}
+}
+
+// ConfigMismatch is one setting of an existing stream that differs from
+// what the store needs.
+type ConfigMismatch struct {
+	// Field is the setting's name in the stream's JSON configuration, as
+	// `nats stream info --json` prints it.
+	Field string
+	// Have is the stream's value, Want the store's.
+	Have, Want string
+}
+
+// StreamConfigError reports an existing stream whose settings the store
+// cannot work with, or a stream that cannot be created because its subjects
+// overlap another stream's. It wraps [ErrStreamConfig].
+type StreamConfigError struct {
+	// Stream is the stream's name.
+	Stream string
+	// Mismatches lists the differing settings in a fixed order; it is
+	// empty when the subjects overlap another stream's.
+	Mismatches []ConfigMismatch
+	// Overlap is the server's description of the subject overlap, when
+	// that is the problem.
+	Overlap string
+}
+
+func (e *StreamConfigError) Error() string {
+	if e.Overlap != "" {
+		return fmt.Sprintf("store: cannot create stream %q: %s; its subjects %s overlap another stream's: "+
+			"remove or change that stream, or use another stream name", e.Stream, e.Overlap, NATSSubjects(e.Stream))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "store: stream %q exists with settings this store cannot use:", e.Stream)
+	for i, m := range e.Mismatches {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %s is %s, want %s", m.Field, m.Have, m.Want)
+	}
+	fmt.Fprintf(&b, "; configure the store to match (queue cap = max_msgs_per_subject, replicas = num_replicas), "+
+		"use another stream name, or edit the stream (nats stream edit %s) or remove it (nats stream rm %s, "+
+		"which loses its queued messages)", e.Stream, e.Stream)
+	return b.String()
+}
+
+// Unwrap returns [ErrStreamConfig].
+func (e *StreamConfigError) Unwrap() error { return ErrStreamConfig }
+
+// compareStreamConfig lists the settings of have that differ from want in
+// ways that break the store's promises: messages kept until deleted or
+// dropped by the per-route cap, FIFO per route, deletes allowed, reads from
+// the stream leader, and a publish acknowledged only once stored. The
+// name, description and first sequence do not matter.
+func compareStreamConfig(have, want jetstream.StreamConfig) []ConfigMismatch {
+	var ms []ConfigMismatch
+	add := func(field string, h, w any) {
+		hs, ws := fmt.Sprint(h), fmt.Sprint(w)
+		if hs != ws {
+			ms = append(ms, ConfigMismatch{Field: field, Have: hs, Want: ws})
+		}
+	}
+	subjects := func(s []string) string { return "[" + strings.Join(s, " ") + "]" }
+	if !slices.Equal(have.Subjects, want.Subjects) {
+		ms = append(ms, ConfigMismatch{Field: "subjects", Have: subjects(have.Subjects), Want: subjects(want.Subjects)})
+	}
+	add("retention", have.Retention, want.Retention)
+	add("storage", have.Storage, want.Storage)
+	add("num_replicas", have.Replicas, want.Replicas)
+	add("max_msgs_per_subject", have.MaxMsgsPerSubject, want.MaxMsgsPerSubject)
+	add("discard", have.Discard, want.Discard)
+	add("discard_new_per_subject", have.DiscardNewPerSubject, want.DiscardNewPerSubject)
+	add("max_msgs", limit(have.MaxMsgs), limit(want.MaxMsgs))
+	add("max_bytes", limit(have.MaxBytes), limit(want.MaxBytes))
+	add("max_age", age(have.MaxAge), age(want.MaxAge))
+	add("max_msg_size", limit(int64(have.MaxMsgSize)), limit(int64(want.MaxMsgSize)))
+	add("deny_delete", have.DenyDelete, want.DenyDelete)
+	add("sealed", have.Sealed, want.Sealed)
+	add("no_ack", have.NoAck, want.NoAck)
+	add("allow_direct", have.AllowDirect, want.AllowDirect)
+	add("mirror", have.Mirror != nil, want.Mirror != nil)
+	add("persist_mode", persistMode(have.PersistMode), persistMode(want.PersistMode))
+	return ms
+}
+
+// limit prints a JetStream limit, where zero and negative mean none.
+func limit(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func age(d time.Duration) string {
+	if d <= 0 {
+		return "unlimited"
+	}
+	return d.String()
+}
+
+func persistMode(m jetstream.PersistModeType) string {
+	if m == jetstream.AsyncPersistMode {
+		return "async"
+	}
+	return "default"
+}
