@@ -127,6 +127,8 @@ type nodeOpts struct {
 	edit   func(*agent.Config)
 	// beforeStart runs between agent.New and Start.
 	beforeStart func(a *agent.Agent, root string)
+	// ctx is the context Start gets; nil means one that never ends.
+	ctx context.Context
 }
 
 // start runs an agent for id in session on the relays urls.
@@ -165,7 +167,11 @@ func start(t testing.TB, id *ident, session string, urls []string, o *nodeOpts) 
 	if o.beforeStart != nil {
 		o.beforeStart(a, n.root)
 	}
-	if err := a.Start(context.Background()); err != nil {
+	startCtx := o.ctx
+	if startCtx == nil {
+		startCtx = context.Background()
+	}
+	if err := a.Start(startCtx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.stop)

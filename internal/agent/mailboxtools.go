@@ -106,7 +106,11 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 			break
 		}
 	}
-	if e, ok := a.outbox.Status(id); ok {
+	e, ok, err := a.outbox.Status(id)
+	if err != nil {
+		return "", localState(err)
+	}
+	if ok {
 		parts = append(parts, logLine(&e)+"\nreceiver acknowledgement unknown (no remote receipt)")
 	}
 	if len(parts) == 0 {
@@ -118,14 +122,23 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 // logLine renders an outbound log entry.
 func logLine(e *outbox.Entry) string {
 	s := fmt.Sprintf("→ %s [%s] (msg_id %s): %s", e.Peer, e.State, e.MsgID, e.Text)
-	if e.State == outbox.StateRejected && e.LastError != "" {
+	switch {
+	case e.State == outbox.StateRejected && e.LastError != "":
 		s += "\nrejected by every relay: " + e.LastError
+	case e.State == outbox.StateExpired:
+		s += "\nnot sent: " + e.LastError
 	}
 	return s
 }
 
 func (a *Agent) listPending(context.Context, args) (string, error) {
-	pend := a.outbox.Pending()
+	var pend []outbox.Entry
+	if a.isReady() {
+		var err error
+		if pend, err = a.outbox.Pending(); err != nil {
+			return "", localState(err)
+		}
+	}
 	if len(pend) == 0 {
 		return "Nothing is waiting: a relay has taken every message sent.", nil
 	}
@@ -133,8 +146,11 @@ func (a *Agent) listPending(context.Context, args) (string, error) {
 	fmt.Fprintf(&b, "%d pending:", len(pend))
 	for _, e := range pend {
 		fmt.Fprintf(&b, "\n→ %s (msg_id %s)", e.Peer, e.MsgID)
-		if e.State == outbox.StateRejected {
+		switch e.State {
+		case outbox.StateRejected:
 			fmt.Fprintf(&b, " rejected: %s", e.LastError)
+		case outbox.StateExpired:
+			fmt.Fprintf(&b, " expired: %s", e.LastError)
 		}
 	}
 	return b.String(), nil
@@ -165,7 +181,11 @@ func (a *Agent) conversationHistory(_ context.Context, args args) (string, error
 		return "", err
 	}
 	var items []historyItem
-	for _, e := range a.outbox.Log(peer, limit) {
+	sent, err := a.outbox.Log(peer, limit)
+	if err != nil {
+		return "", localState(err)
+	}
+	for _, e := range sent {
 		items = append(items, historyItem{ts: e.TS, msgID: e.MsgID, out: &e})
 	}
 	recs, err := a.mailbox.History(peer, 0, false)

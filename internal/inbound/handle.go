@@ -217,5 +217,7 @@ func (l *Loop) pairAccept(ctx context.Context, p *pendingCommit) (bool, error) {
 // notify hands n to the host.
 func (l *Loop) notify(ctx context.Context, n Notice) {
 	l.log.DebugContext(ctx, "pairing notice", "kind", n.Kind, "msg_id", n.MsgID)
-	l.cfg.Notify(n)
+	if err := l.cfg.Notify(ctx, n); err != nil {
+		l.log.WarnContext(ctx, "pairing notice not shown", "kind", n.Kind, "msg_id", n.MsgID, "err", err)
+	}
 }
