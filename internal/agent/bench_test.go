@@ -69,27 +69,23 @@ func benchSendToCommit(b *testing.B, prefill int) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
-// writeAcknowledged replaces the mailbox of to's session with n
-// acknowledged records from from, in the file's documented shape.
+// writeAcknowledged replaces the mailbox of to's session with the state n
+// acknowledged messages from from leave behind, in the file's documented
+// shape: no unread record and n tombstones.
 func writeAcknowledged(tb testing.TB, root string, from, to *ident, session string, n int) {
 	tb.Helper()
-	type rec struct {
-		Message      identity.Message `json:"message"`
-		Peer         string           `json:"peer"`
-		State        string           `json:"state"`
-		SupersededBy *string          `json:"superseded_by"`
+	type tombstone struct {
+		Sender       string `json:"sender"`
+		MsgID        string `json:"msg_id"`
+		TS           uint64 `json:"ts"`
+		Acknowledged bool   `json:"acknowledged"`
 	}
-	recs := make([]rec, n)
+	tombs := make([]tombstone, n)
 	now := identity.Millis(time.Now())
-	for i := range recs {
-		m := identity.Message{From: from.key(), To: to.key(), Text: "an earlier message of about the same length as the new ones",
-			TS: now, MsgID: fmt.Sprintf("%032x", i), Kind: identity.KindMessage, ReplyTo: from.key() + "#a1"}
-		if err := from.signer.SignMessage(&m); err != nil {
-			tb.Fatal(err)
-		}
-		recs[i] = rec{Message: m, Peer: "alice", State: "receiver_acknowledged"}
+	for i := range tombs {
+		tombs[i] = tombstone{Sender: from.key(), MsgID: fmt.Sprintf("%032x", i), TS: now, Acknowledged: true}
 	}
-	data, err := json.Marshal(map[string]any{"records": recs, "notice": nil})
+	data, err := json.Marshal(map[string]any{"records": []any{}, "tombstones": tombs, "notice": nil})
 	if err != nil {
 		tb.Fatal(err)
 	}

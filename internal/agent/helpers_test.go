@@ -266,6 +266,21 @@ func (n *node) records() []mailbox.Record {
 	return recs
 }
 
+// known returns how many messages n's mailbox knows: unread records and
+// tombstones of consumed or superseded ones.
+func (n *node) known() int {
+	n.t.Helper()
+	mb, err := mailbox.Open(n.root, n.id.signer.Public(), n.a.Session(), nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	tombs, err := mb.Tombstones()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return len(n.records()) + len(tombs)
+}
+
 // waitText calls a tool until its text contains want.
 func (n *node) waitText(name string, args map[string]any, want string) string {
 	n.t.Helper()

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,6 +107,18 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 			break
 		}
 	}
+	if len(parts) == 0 {
+		tombs, err := a.mailbox.Tombstones()
+		if err != nil {
+			return "", localState(err)
+		}
+		for i := range tombs {
+			if tombs[i].MsgID == id {
+				parts = append(parts, tombstoneLine(&tombs[i]))
+				break
+			}
+		}
+	}
 	e, ok, err := a.outbox.Status(id)
 	if err != nil {
 		return "", localState(err)
@@ -117,6 +130,17 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 		return fmt.Sprintf("no message with msg_id %q is known locally", id), nil
 	}
 	return strings.Join(parts, "\n"), nil
+}
+
+// tombstoneLine renders what the mailbox keeps of a message that is no
+// longer unread: its state and receipt. The text is not kept.
+func tombstoneLine(t *mailbox.Tombstone) string {
+	label := string(t.State())
+	if t.SupersededBy != "" && !t.Acknowledged {
+		label = "superseded by " + t.SupersededBy
+	}
+	receipt, _ := json.Marshal(t.Receipt()) // two strings: cannot fail
+	return "[" + label + "] Receipt: " + string(receipt) + "\n(consumed or superseded: its text is no longer kept)"
 }
 
 // logLine renders an outbound log entry.

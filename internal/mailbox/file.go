@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
 )
@@ -101,10 +103,76 @@ type Notice struct {
 	Attempt int
 }
 
-// document is the decoded mailbox file.
+// Tombstone is what the mailbox keeps of a message that is no longer
+// unread: enough to recognise a redelivered copy (sender and msg_id), to
+// know when the copy could no longer pass the trust gate (the signed
+// time), and, for progress, enough to keep coalescing late updates. The
+// text is gone.
+type Tombstone struct {
+	Sender string
+	MsgID  string
+	// TS is the signed time of the message, Unix milliseconds.
+	TS uint64
+	// Acknowledged is set once the message was consumed.
+	Acknowledged bool
+	// SupersededBy is the msg_id of the progress message that replaced
+	// this one, or empty.
+	SupersededBy string
+	// TaskID, Status and ReplyTo are kept for task updates and final
+	// statuses only, the messages progress coalescing compares.
+	TaskID  string
+	Status  identity.Status
+	ReplyTo string
+}
+
+// Receipt returns the receipt that names the message of t.
+func (t *Tombstone) Receipt() Receipt { return Receipt{Sender: t.Sender, MsgID: t.MsgID} }
+
+// State returns the state message_status shows for t.
+func (t *Tombstone) State() State {
+	if t.Acknowledged {
+		return StateAcknowledged
+	}
+	return StateStored
+}
+
+// tombstoneOf returns the tombstone of r.
+func tombstoneOf(r *Record) Tombstone {
+	m := &r.Message
+	t := Tombstone{Sender: m.From, MsgID: m.MsgID, TS: m.TS, Acknowledged: r.State == StateAcknowledged,
+		SupersededBy: r.SupersededBy}
+	if m.TaskID != "" && (m.Status == identity.StatusUpdate || m.Status.Terminal()) {
+		t.TaskID, t.Status, t.ReplyTo = m.TaskID, m.Status, m.ReplyTo
+	}
+	return t
+}
+
+// document is the decoded mailbox file, and, while the file lock is held,
+// the tombstones beside it.
 type document struct {
-	records []Record
+	records []Record // unread records, in arrival order
 	notice  *Notice
+	// legacy holds what a file of the earlier shape kept as consumed or
+	// superseded records; the next write moves them to the tombstone log.
+	legacy []Tombstone
+
+	// tombs is the tombstone log; set only under the file lock, and only
+	// read through it. added collects the tombstones a change adds or
+	// updates, appended to the log before the file is written.
+	tombs *tombLog
+	added []Tombstone
+}
+
+// clone returns a copy of the file part of d that can be changed without
+// changing d.
+func (d *document) clone() document {
+	c := document{records: slices.Clone(d.records), legacy: slices.Clone(d.legacy)}
+	if d.notice != nil {
+		n := *d.notice
+		n.Messages = slices.Clone(n.Messages)
+		c.notice = &n
+	}
+	return c
 }
 
 // fileRecord and fileNotice fix the key order of the file and how empty
@@ -151,14 +219,94 @@ func encode(records []byte, n *Notice) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(records) + len(notice) + 24)
-	buf.WriteString(`{"records":`)
-	buf.Write(records)
-	buf.WriteString(`,"notice":`)
-	buf.Write(notice)
-	buf.WriteString("}")
-	return buf.Bytes(), nil
+	out := make([]byte, 0, len(records)+len(notice)+32)
+	out = append(out, `{"records":`...)
+	out = append(out, records...)
+	out = append(out, `,"notice":`...)
+	out = append(out, notice...)
+	out = append(out, '}')
+	return out, nil
+}
+
+// appendTombstone appends t as one line of the tombstone log. It is
+// written by hand because a compaction writes a day's worth of them.
+func appendTombstone(out []byte, t *Tombstone) []byte {
+	out = append(out, `{"sender":`...)
+	out = appendString(out, t.Sender)
+	out = append(out, `,"msg_id":`...)
+	out = appendString(out, t.MsgID)
+	out = append(out, `,"ts":`...)
+	out = strconv.AppendUint(out, t.TS, 10)
+	if t.Acknowledged {
+		out = append(out, `,"acknowledged":true`...)
+	}
+	if t.SupersededBy != "" {
+		out = append(out, `,"superseded_by":`...)
+		out = appendString(out, t.SupersededBy)
+	}
+	if t.TaskID != "" {
+		out = append(out, `,"task_id":`...)
+		out = appendString(out, t.TaskID)
+		out = append(out, `,"status":`...)
+		out = appendString(out, string(t.Status))
+		out = append(out, `,"reply_to":`...)
+		out = appendString(out, t.ReplyTo)
+	}
+	out = append(out, '}')
+	return append(out, '\n')
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json does
+// without HTML escaping: quotes, backslashes and control characters are
+// escaped, invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029 are escaped
+// so the text is also valid JavaScript.
+func appendString(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			out = append(out, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				out = append(out, '\\', c)
+			case '\n':
+				out = append(out, '\\', 'n')
+			case '\r':
+				out = append(out, '\\', 'r')
+			case '\t':
+				out = append(out, '\\', 't')
+			default:
+				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, s[start:i]...)
+			out = append(out, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			out = append(out, s[start:i]...)
+			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	out = append(out, s[start:]...)
+	return append(out, '"')
 }
 
 // object is a decoded JSON object whose values are checked one by one, so
@@ -248,6 +396,17 @@ type readDoc struct {
 	Notice  json.RawMessage `json:"notice"`
 }
 
+type readTombstone struct {
+	Sender       *string `json:"sender"`
+	MsgID        *string `json:"msg_id"`
+	TS           *uint64 `json:"ts"`
+	Acknowledged bool    `json:"acknowledged"`
+	SupersededBy string  `json:"superseded_by"`
+	TaskID       string  `json:"task_id"`
+	Status       string  `json:"status"`
+	ReplyTo      string  `json:"reply_to"`
+}
+
 type readRecord struct {
 	Message      json.RawMessage `json:"message"`
 	Peer         *string         `json:"peer"`
@@ -269,6 +428,12 @@ func decodeDocument(data []byte) (document, error) {
 		r, err := decodeRecord(&(*f.Records)[i])
 		if err != nil {
 			return document{}, fmt.Errorf("records[%d]: %v", i, err)
+		}
+		if !r.Unread() {
+			// Files written before tombstones, or by the original
+			// implementation, keep consumed and superseded records whole.
+			d.legacy = append(d.legacy, tombstoneOf(&r))
+			continue
 		}
 		d.records = append(d.records, r)
 	}
@@ -305,6 +470,31 @@ func decodeRecord(f *readRecord) (Record, error) {
 		r.SupersededBy = *f.SupersededBy
 	}
 	return r, nil
+}
+
+// decodeTombstone decodes one line of the tombstone log.
+func decodeTombstone(line []byte) (Tombstone, error) {
+	var f readTombstone
+	if err := json.Unmarshal(line, &f); err != nil {
+		return Tombstone{}, err
+	}
+	switch {
+	case f.Sender == nil:
+		return Tombstone{}, fmt.Errorf("missing sender")
+	case f.MsgID == nil:
+		return Tombstone{}, fmt.Errorf("missing msg_id")
+	case f.TS == nil:
+		return Tombstone{}, fmt.Errorf("missing ts")
+	}
+	t := Tombstone{Sender: *f.Sender, MsgID: *f.MsgID, TS: *f.TS, Acknowledged: f.Acknowledged,
+		SupersededBy: f.SupersededBy, TaskID: f.TaskID, Status: identity.Status(f.Status), ReplyTo: f.ReplyTo}
+	if !t.Status.Valid() {
+		return Tombstone{}, fmt.Errorf("unknown status %q", f.Status)
+	}
+	if !t.Acknowledged && t.SupersededBy == "" {
+		return Tombstone{}, fmt.Errorf("neither acknowledged nor superseded")
+	}
+	return t, nil
 }
 
 func decodeNotice(raw json.RawMessage) (Notice, error) {

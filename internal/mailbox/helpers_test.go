@@ -144,10 +144,31 @@ func (f *fixture) records(tb testing.TB) []Record {
 	return recs
 }
 
-// record returns the record with msg_id id (from any sender).
+// all returns the unread records, then a record for every tombstone that
+// carries what the tombstone keeps (sender, msg_id, time, state and
+// superseded_by; no text).
+func (f *fixture) all(tb testing.TB) []Record {
+	tb.Helper()
+	recs := f.records(tb)
+	tombs, err := f.mb.Tombstones()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range tombs {
+		recs = append(recs, Record{
+			Message:      identity.Message{From: t.Sender, MsgID: t.MsgID, TS: t.TS},
+			State:        t.State(),
+			SupersededBy: t.SupersededBy,
+		})
+	}
+	return recs
+}
+
+// record returns the record or tombstone (see all) with msg_id id, from
+// any sender.
 func (f *fixture) record(tb testing.TB, id string) Record {
 	tb.Helper()
-	for _, r := range f.records(tb) {
+	for _, r := range f.all(tb) {
 		if r.Message.MsgID == id {
 			return r
 		}

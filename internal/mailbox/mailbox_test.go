@@ -64,7 +64,7 @@ func TestRetainDuplicateIsNoOpAcrossHandles(t *testing.T) {
 	}
 }
 
-func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
+func TestRetainPrunesTombstonesOlderThan24h(t *testing.T) {
 	f := newFixture(t)
 	read := f.retain(t, msg{id: "read-old"})
 	f.retain(t, msg{id: "unread-old"})
@@ -77,8 +77,9 @@ func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
 
 	f.clock.Set(baseTime.Add(24*time.Hour + time.Millisecond))
 	f.retain(t, msg{id: "new", ts: 24 * time.Hour})
-	want := []string{"unread-old", "up-new", "read-recent", "new"}
-	if diff := cmp.Diff(want, ids(f.records(t))); diff != "" {
+	// Unread records first, then the tombstones.
+	want := []string{"unread-old", "up-new", "new", "read-recent"}
+	if diff := cmp.Diff(want, ids(f.all(t))); diff != "" {
 		t.Errorf("records after prune (-want +got):\n%s", diff)
 	}
 
@@ -88,7 +89,7 @@ func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
 	f.mb.Acknowledge([]Receipt{receipt(read)})
 	f.clock.Set(baseTime.Add(24 * time.Hour))
 	f.retain(t, msg{id: "new"})
-	if diff := cmp.Diff([]string{"edge", "new"}, ids(f.records(t))); diff != "" {
+	if diff := cmp.Diff([]string{"new", "edge"}, ids(f.all(t))); diff != "" {
 		t.Errorf("records at the 24 h edge (-want +got):\n%s", diff)
 	}
 }
@@ -206,7 +207,7 @@ func TestRetainCoalescing(t *testing.T) {
 				f.retain(t, m)
 			}
 			got := map[string]string{}
-			for _, r := range f.records(t) {
+			for _, r := range f.all(t) {
 				got[r.Message.MsgID] = r.SupersededBy
 				if r.State != StateStored {
 					t.Errorf("%s: state %s, want %s", r.Message.MsgID, r.State, StateStored)
@@ -423,16 +424,26 @@ func TestRetainRecordCap(t *testing.T) {
 	if n, err := f.mb.Acknowledge(receipts); err != nil || n != MaxRecords {
 		t.Fatalf("Acknowledge on a full mailbox = %d, %v; want %d", n, err, MaxRecords)
 	}
-	// Acknowledged records still count until they age out of the window.
-	if _, err := f.mb.Retain(extra, "alice"); !errors.Is(err, ErrFull) {
-		t.Fatalf("Retain before tombstones aged = %v, want ErrFull", err)
-	}
-	f.clock.Add(25 * time.Hour)
+	// Acknowledged messages are tombstones, which do not count: there is
+	// room at once, and the tombstones still catch a copy.
 	if added, err := f.mb.Retain(extra, "alice"); err != nil || !added {
-		t.Fatalf("Retain after tombstones aged = %v, %v", added, err)
+		t.Fatalf("Retain right after acknowledging everything = %v, %v", added, err)
 	}
-	if n := len(f.records(t)); n != 1 {
-		t.Errorf("%d records after pruning, want 1", n)
+	if added, err := f.mb.Retain(f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+		t.Errorf("a copy of an acknowledged message = %v, %v; want it dropped", added, err)
+	}
+	tombs, err := f.mb.Tombstones()
+	if err != nil || len(tombs) != MaxRecords {
+		t.Fatalf("%d tombstones, %v; want %d", len(tombs), err, MaxRecords)
+	}
+	// Past the replay window the tombstones go.
+	f.clock.Add(25 * time.Hour)
+	f.retain(t, msg{id: "next day"})
+	if tombs, _ := f.mb.Tombstones(); len(tombs) != 0 {
+		t.Errorf("%d tombstones after a day, want none", len(tombs))
+	}
+	if n := len(f.records(t)); n != 2 {
+		t.Errorf("%d unread records, want 2", n)
 	}
 }
 
@@ -486,12 +497,13 @@ func TestHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sorted by ts then msg_id; acknowledged and superseded included.
-	if diff := cmp.Diff([]string{"a", "b", "u1", "q", "u2"}, ids(got)); diff != "" {
+	// Sorted by ts then msg_id; acknowledged and superseded messages are
+	// tombstones without text, so they are left out.
+	if diff := cmp.Diff([]string{"a", "b", "u2"}, ids(got)); diff != "" {
 		t.Errorf("History (-want +got):\n%s", diff)
 	}
 	got, _ = f.mb.History("alice", 2, false)
-	if diff := cmp.Diff([]string{"q", "u2"}, ids(got)); diff != "" {
+	if diff := cmp.Diff([]string{"b", "u2"}, ids(got)); diff != "" {
 		t.Errorf("History limit 2 (-want +got):\n%s", diff)
 	}
 	if r := f.record(t, "b"); r.State != StateStored {

@@ -217,7 +217,7 @@ func TestFinish(t *testing.T) {
 	}
 	want := map[string]State{"a": StateAcknowledged, "b": StateNotificationSent, "u": StateStored, "late": StateStored}
 	got := map[string]State{}
-	for _, r := range f.records(t) {
+	for _, r := range f.all(t) {
 		got[r.Message.MsgID] = r.State
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
