@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
 )
@@ -232,9 +231,9 @@ func encode(records []byte, n *Notice) ([]byte, error) {
 // written by hand because a compaction writes a day's worth of them.
 func appendTombstone(out []byte, t *Tombstone) []byte {
 	out = append(out, `{"sender":`...)
-	out = appendString(out, t.Sender)
+	out = identity.AppendString(out, t.Sender)
 	out = append(out, `,"msg_id":`...)
-	out = appendString(out, t.MsgID)
+	out = identity.AppendString(out, t.MsgID)
 	out = append(out, `,"ts":`...)
 	out = strconv.AppendUint(out, t.TS, 10)
 	if t.Acknowledged {
@@ -242,71 +241,18 @@ func appendTombstone(out []byte, t *Tombstone) []byte {
 	}
 	if t.SupersededBy != "" {
 		out = append(out, `,"superseded_by":`...)
-		out = appendString(out, t.SupersededBy)
+		out = identity.AppendString(out, t.SupersededBy)
 	}
 	if t.TaskID != "" {
 		out = append(out, `,"task_id":`...)
-		out = appendString(out, t.TaskID)
+		out = identity.AppendString(out, t.TaskID)
 		out = append(out, `,"status":`...)
-		out = appendString(out, string(t.Status))
+		out = identity.AppendString(out, string(t.Status))
 		out = append(out, `,"reply_to":`...)
-		out = appendString(out, t.ReplyTo)
+		out = identity.AppendString(out, t.ReplyTo)
 	}
 	out = append(out, '}')
 	return append(out, '\n')
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// without HTML escaping: quotes, backslashes and control characters are
-// escaped, invalid UTF-8 becomes U+FFFD, and U+2028 and U+2029 are escaped
-// so the text is also valid JavaScript.
-func appendString(out []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	out = append(out, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			out = append(out, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				out = append(out, '\\', c)
-			case '\n':
-				out = append(out, '\\', 'n')
-			case '\r':
-				out = append(out, '\\', 'r')
-			case '\t':
-				out = append(out, '\\', 't')
-			default:
-				out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			out = append(out, s[start:i]...)
-			out = append(out, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			out = append(out, s[start:i]...)
-			out = append(out, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	out = append(out, s[start:]...)
-	return append(out, '"')
 }
 
 // object is a decoded JSON object whose values are checked one by one, so

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
@@ -38,9 +39,8 @@ func (s *stored) message() (identity.Message, error) {
 	return m, nil
 }
 
-// fileEntry fixes the key order of the file and how empty values are
-// written. Unknown keys are ignored when reading, so newer versions can add
-// fields.
+// fileEntry is one entry as read from the file. Unknown keys are ignored,
+// so newer versions can add fields.
 type fileEntry struct {
 	MsgID      string          `json:"msg_id"`
 	Route      string          `json:"route"`
@@ -56,23 +56,72 @@ type fileEntry struct {
 	Message    json.RawMessage `json:"message,omitempty"`
 }
 
-type fileDoc struct {
-	Messages []fileEntry `json:"messages"`
+// encode returns the file for d. It writes the JSON by hand: the file is
+// rewritten by every enqueue and every outcome, and a long outage can leave
+// a thousand messages in it.
+func encode(d *document) []byte {
+	n := 32
+	for _, s := range d.entries {
+		n += len(s.raw) + len(s.Text) + 256
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"messages":[`...)
+	for i, s := range d.entries {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"msg_id":`...)
+		out = identity.AppendString(out, s.MsgID)
+		out = append(out, `,"route":`...)
+		out = identity.AppendString(out, s.Route)
+		out = append(out, `,"peer":`...)
+		out = identity.AppendString(out, s.Peer)
+		out = append(out, `,"text":`...)
+		out = identity.AppendString(out, s.Text)
+		out = append(out, `,"ts":`...)
+		out = strconv.AppendUint(out, s.TS, 10)
+		out = append(out, `,"queued_at":`...)
+		out = strconv.AppendUint(out, s.QueuedAt, 10)
+		out = append(out, `,"state":`...)
+		out = identity.AppendString(out, string(s.State))
+		out = append(out, `,"attempts":`...)
+		out = strconv.AppendInt(out, int64(s.Attempts), 10)
+		if s.LastError != "" {
+			out = append(out, `,"last_error":`...)
+			out = identity.AppendString(out, s.LastError)
+		}
+		if len(s.AcceptedBy) > 0 {
+			out = append(out, `,"accepted_by":[`...)
+			for j, u := range s.AcceptedBy {
+				if j > 0 {
+					out = append(out, ',')
+				}
+				out = identity.AppendString(out, u)
+			}
+			out = append(out, ']')
+		}
+		if s.FinishedAt != 0 {
+			out = append(out, `,"finished_at":`...)
+			out = strconv.AppendUint(out, s.FinishedAt, 10)
+		}
+		if len(s.raw) > 0 {
+			out = append(out, `,"message":`...)
+			out = append(out, s.raw...)
+		}
+		out = append(out, '}')
+	}
+	return append(out, "]}"...)
 }
 
-// encode returns the file for d.
-func encode(d *document) ([]byte, error) {
-	out := fileDoc{Messages: make([]fileEntry, 0, len(d.entries))}
-	for _, s := range d.entries {
-		fe := fileEntry{
-			MsgID: s.MsgID, Route: s.Route, Peer: s.Peer, Text: s.Text, TS: s.TS,
-			QueuedAt: s.QueuedAt, State: s.State, Attempts: s.Attempts, LastError: s.LastError,
-			AcceptedBy: s.AcceptedBy, FinishedAt: s.FinishedAt,
-		}
-		fe.Message = s.raw
-		out.Messages = append(out.Messages, fe)
+// clone returns a copy of d whose entries can be changed without changing
+// d's. The message bytes are shared: they are never changed in place.
+func (d *document) clone() document {
+	c := document{entries: make([]*stored, len(d.entries))}
+	for i, s := range d.entries {
+		cp := *s
+		c.entries[i] = &cp
 	}
-	return identity.Marshal(out)
+	return c
 }
 
 // decode parses the outbox file; a missing file (exists false) is an empty
@@ -130,6 +179,9 @@ func decodeEntry(fe *fileEntry) (*stored, error) {
 		QueuedAt: fe.QueuedAt, State: fe.State, Attempts: fe.Attempts, LastError: fe.LastError,
 		AcceptedBy: fe.AcceptedBy, FinishedAt: fe.FinishedAt,
 	}}
+	if len(s.AcceptedBy) == 0 {
+		s.AcceptedBy = nil // an empty list and none are the same
+	}
 	if fe.State != StatePending {
 		return s, nil
 	}

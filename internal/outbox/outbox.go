@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -187,6 +188,15 @@ type Outbox struct {
 	mu      sync.Mutex
 	wake    chan struct{} // closed and replaced to wake every waiter; guarded by mu
 	running bool          // a Run is active; guarded by mu
+	last    *cached       // the file as last read or written; guarded by mu
+}
+
+// cached is a decoded outbox file with its exact bytes. A file with the
+// same bytes decodes to the same document, so decoding is skipped; the
+// bytes are compared in full.
+type cached struct {
+	data []byte
+	doc  document
 }
 
 // Open returns the outbox of the identity own and session under stateRoot:
@@ -235,17 +245,35 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 // Path returns the path of the outbox file.
 func (o *Outbox) Path() string { return o.path }
 
-// read decodes the current file without taking the lock.
+// read decodes the current file without taking the lock. The document is
+// the caller's to change.
 func (o *Outbox) read() (document, error) {
 	data, exists, err := statefile.Read(o.path)
 	if err != nil {
 		return document{}, fmt.Errorf("outbox: %w", err)
 	}
+	o.mu.Lock()
+	last := o.last
+	o.mu.Unlock()
+	if exists && last != nil && bytes.Equal(last.data, data) {
+		return last.doc.clone(), nil
+	}
 	d, err := decode(data, exists)
 	if err != nil {
 		return document{}, fmt.Errorf("%w (%s)", err, o.path)
 	}
+	if exists {
+		o.remember(data, &d)
+	}
 	return d, nil
+}
+
+// remember keeps a copy of d as the document of the file bytes data.
+func (o *Outbox) remember(data []byte, d *document) {
+	c := &cached{data: data, doc: d.clone()}
+	o.mu.Lock()
+	o.last = c
+	o.mu.Unlock()
 }
 
 // update runs fn on the current document with the lock held and writes the
@@ -269,13 +297,11 @@ func (o *Outbox) update(ctx context.Context, fn func(d *document) (changed bool,
 	if err != nil || !changed {
 		return err
 	}
-	data, err := encode(&d)
-	if err != nil {
-		return fmt.Errorf("outbox: encode: %w", err)
-	}
+	data := encode(&d)
 	if err := statefile.WriteAtomic(o.path, data); err != nil {
 		return fmt.Errorf("outbox: %w", err)
 	}
+	o.remember(data, &d)
 	return nil
 }
 
