@@ -264,4 +264,3 @@ func TestOutboxFullProcess(t *testing.T) {
 		t.Errorf("exit status %d", code)
 	}
 }
-
