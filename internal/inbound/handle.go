@@ -113,7 +113,7 @@ func (l *Loop) loopback(m *identity.Message) bool {
 func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 	switch p.d.Outcome {
 	case gate.Deliver:
-		return l.deliver(p)
+		return l.deliver(ctx, p)
 	case gate.Knock:
 		return l.knock(ctx, p)
 	case gate.PairAccept:
@@ -127,9 +127,9 @@ func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 
 // deliver retains an ordinary message in the mailbox under the sender's
 // petname, then remembers the session it came from.
-func (l *Loop) deliver(p *pendingCommit) (bool, error) {
+func (l *Loop) deliver(ctx context.Context, p *pendingCommit) (bool, error) {
 	m := &p.d.Message
-	added, err := l.cfg.Mailbox.Retain(*m, p.d.Petname)
+	added, err := l.cfg.Mailbox.Retain(ctx, *m, p.d.Petname)
 	if err != nil {
 		return false, fmt.Errorf("inbound: retain %s from %s: %w", m.MsgID, p.d.Sender.Fingerprint(), err)
 	}

@@ -57,7 +57,7 @@ func BenchmarkRetain4000(b *testing.B) {
 			b.StartTimer()
 		}
 		m := f.message(b, msg{id: fmt.Sprintf("new-%06d", i)})
-		if added, err := f.mb.Retain(m, "alice"); err != nil || !added {
+		if added, err := f.mb.Retain(bg, m, "alice"); err != nil || !added {
 			b.Fatalf("Retain = %v, %v", added, err)
 		}
 		i++
@@ -69,16 +69,16 @@ func BenchmarkRetain4000(b *testing.B) {
 func BenchmarkReserveQuiet4096(b *testing.B) {
 	f := newFixture(b)
 	writeRecords(b, f, MaxRecords)
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
 		b.Fatalf("first Reserve = %v, %v; want a notice", n, err)
 	}
-	if err := f.mb.Finish(n.ID, StateInboxQueued); err != nil {
+	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if n, err := f.mb.Reserve(); err != nil || n != nil {
+		if n, err := f.mb.Reserve(bg); err != nil || n != nil {
 			b.Fatalf("Reserve = %v, %v; want nothing due", n, err)
 		}
 	}

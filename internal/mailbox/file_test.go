@@ -169,13 +169,13 @@ func TestCorruptFileIsErrorAndUntouched(t *testing.T) {
 			}
 			m := f.message(t, msg{id: "m1"})
 			ops := map[string]func() error{
-				"Retain":      func() error { _, err := f.mb.Retain(m, "alice"); return err },
+				"Retain":      func() error { _, err := f.mb.Retain(bg, m, "alice"); return err },
 				"Receive":     func() error { _, err := f.mb.Receive(0); return err },
 				"Records":     func() error { _, err := f.mb.Records(); return err },
 				"Acknowledge": func() error { _, err := f.mb.Acknowledge([]Receipt{receipt(m)}); return err },
 				"History":     func() error { _, err := f.mb.History("alice", 0, true); return err },
-				"Reserve":     func() error { _, err := f.mb.Reserve(); return err },
-				"Finish":      func() error { return f.mb.Finish("a", StateHostQueued) },
+				"Reserve":     func() error { _, err := f.mb.Reserve(bg); return err },
+				"Finish":      func() error { return f.mb.Finish(bg, "a", StateHostQueued) },
 			}
 			for name, op := range ops {
 				if err := op(); !errors.Is(err, ErrCorrupt) {

@@ -40,7 +40,7 @@ func TestTwentyThousandADayNeverFull(t *testing.T) {
 			m := tmpl // Retain checks no signature; only the id and time change
 			m.MsgID = fmt.Sprintf("%032x", j)
 			m.TS = uint64(f.clock.Now().UnixMilli())
-			added, err := f.mb.Retain(m, "alice")
+			added, err := f.mb.Retain(bg, m, "alice")
 			if err != nil || !added {
 				t.Fatalf("message %d: added %v, %v", j+1, added, err)
 			}
@@ -63,7 +63,7 @@ func TestTwentyThousandADayNeverFull(t *testing.T) {
 	}
 	first := tmpl
 	first.MsgID = fmt.Sprintf("%032x", 0)
-	if added, err := f.mb.Retain(first, "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, first, "alice"); err != nil || added {
 		t.Errorf("a copy of the first message = %v, %v; want it recognised", added, err)
 	}
 }

@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -48,6 +49,9 @@ type fixture struct {
 	nextID int
 	mb     *Mailbox
 }
+
+// bg is the context of calls that a test does not cancel.
+var bg = context.Background()
 
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
@@ -117,7 +121,7 @@ func (f *fixture) message(tb testing.TB, m msg) identity.Message {
 func (f *fixture) retain(tb testing.TB, m msg) identity.Message {
 	tb.Helper()
 	im := f.message(tb, m)
-	added, err := f.mb.Retain(im, f.peerOf(im))
+	added, err := f.mb.Retain(bg, im, f.peerOf(im))
 	if err != nil {
 		tb.Fatalf("Retain(%s): %v", m.id, err)
 	}

@@ -3,6 +3,7 @@ package mailbox
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,13 +161,15 @@ func (m *Mailbox) remember(data []byte, d *document) {
 // nothing is written; a corrupt file is never overwritten. With admit set,
 // a result beyond the admission bounds is refused with [ErrFull].
 //
+// Waiting for the lock ends when ctx does; the error then wraps ctx's.
+//
 // While fn runs, d.tombs is the tombstone log, brought up to date, and the
 // tombstones fn puts in d.added are appended to it before the file is
 // written: a crash in between leaves a message both unread and tombstoned,
 // which the next change resolves in favour of the tombstone, so nothing
 // already consumed is shown as new after a redelivery.
-func (m *Mailbox) update(admit bool, fn func(d *document) (changed bool, err error)) (err error) {
-	unlock, err := statefile.Lock(m.lockPath)
+func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (changed bool, err error)) (err error) {
+	unlock, err := statefile.LockContext(ctx, m.lockPath)
 	if err != nil {
 		return fmt.Errorf("mailbox: %w", err)
 	}
@@ -234,7 +237,7 @@ func (m *Mailbox) update(admit bool, fn func(d *document) (changed bool, err err
 }
 
 // Retain commits a verified inbound message msg from the sender known
-// locally as peer. It reports added false, with no change to the file, when
+// locally as peer. Waiting for the file lock ends when ctx does. It reports added false, with no change to the file, when
 // a record or a tombstone with the same sender (From) and msg_id exists,
 // so a message redelivered by another relay or after a restart is stored
 // once.
@@ -261,8 +264,8 @@ func (m *Mailbox) update(admit bool, fn func(d *document) (changed bool, err err
 // [MaxRecordsBytes] bytes, Retain fails with [ErrFull] and changes nothing:
 // the caller must leave the message on the broker. Tombstones do not
 // count: a session that reads what it receives is never full.
-func (m *Mailbox) Retain(msg identity.Message, peer string) (added bool, err error) {
-	err = m.update(true, func(d *document) (bool, error) {
+func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string) (added bool, err error) {
+	err = m.update(ctx, true, func(d *document) (bool, error) {
 		for i := range d.records {
 			if d.records[i].Message.From == msg.From && d.records[i].Message.MsgID == msg.MsgID {
 				return false, nil
@@ -409,7 +412,7 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 		want[r] = true
 	}
 	var n int
-	err := m.update(false, func(d *document) (bool, error) {
+	err := m.update(context.Background(), false, func(d *document) (bool, error) {
 		n = 0
 		for i := range d.records {
 			r := &d.records[i]
@@ -475,7 +478,7 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 		return history(d.records, peer, limit), nil
 	}
 	var out []Record
-	err := m.update(false, func(d *document) (bool, error) {
+	err := m.update(context.Background(), false, func(d *document) (bool, error) {
 		out = history(d.records, peer, limit)
 		kept := make(map[Receipt]bool, len(out))
 		for i := range out {

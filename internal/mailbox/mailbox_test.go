@@ -49,7 +49,7 @@ func TestRetainDuplicateIsNoOpAcrossHandles(t *testing.T) {
 	}
 	other := f.open(t)
 	m.Text = "a different body with the same id"
-	added, err := other.Retain(m, "alice")
+	added, err := other.Retain(bg, m, "alice")
 	if err != nil || added {
 		t.Fatalf("second Retain = %v, %v; want false, nil", added, err)
 	}
@@ -346,7 +346,7 @@ func TestRetainConcurrentHandlesLoseNothing(t *testing.T) {
 		h := f.open(t)
 		wg.Go(func() {
 			for _, m := range msgs {
-				if _, err := h.Retain(m, "alice"); err != nil {
+				if _, err := h.Retain(bg, m, "alice"); err != nil {
 					t.Error(err)
 				}
 			}
@@ -393,7 +393,7 @@ func TestRetainRecordCap(t *testing.T) {
 	before, _ := os.ReadFile(f.mb.Path())
 
 	extra := f.message(t, msg{id: "one-too-many"})
-	added, err := f.mb.Retain(extra, "alice")
+	added, err := f.mb.Retain(bg, extra, "alice")
 	if !errors.Is(err, ErrFull) || added {
 		t.Fatalf("Retain of record %d = %v, %v; want ErrFull", MaxRecords+1, added, err)
 	}
@@ -405,12 +405,12 @@ func TestRetainRecordCap(t *testing.T) {
 		t.Error("refused Retain changed the file")
 	}
 	// A duplicate is still recognized on a full mailbox.
-	if added, err := f.mb.Retain(f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
 		t.Errorf("duplicate Retain on a full mailbox = %v, %v", added, err)
 	}
 
 	// Draining works on a full mailbox, and a notice can still be written.
-	if _, err := f.mb.Reserve(); err != nil {
+	if _, err := f.mb.Reserve(bg); err != nil {
 		t.Fatalf("Reserve on a full mailbox: %v", err)
 	}
 	all, err := f.mb.Receive(0)
@@ -426,10 +426,10 @@ func TestRetainRecordCap(t *testing.T) {
 	}
 	// Acknowledged messages are tombstones, which do not count: there is
 	// room at once, and the tombstones still catch a copy.
-	if added, err := f.mb.Retain(extra, "alice"); err != nil || !added {
+	if added, err := f.mb.Retain(bg, extra, "alice"); err != nil || !added {
 		t.Fatalf("Retain right after acknowledging everything = %v, %v", added, err)
 	}
-	if added, err := f.mb.Retain(f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
 		t.Errorf("a copy of an acknowledged message = %v, %v; want it dropped", added, err)
 	}
 	tombs, err := f.mb.Tombstones()
@@ -454,7 +454,7 @@ func TestRetainUnreadRecordsNeverPrunedWhenFull(t *testing.T) {
 	f := newFixture(t)
 	writeRecords(t, f, MaxRecords)
 	f.clock.Add(48 * time.Hour)
-	if _, err := f.mb.Retain(f.message(t, msg{id: "new", ts: 48 * time.Hour}), "alice"); !errors.Is(err, ErrFull) {
+	if _, err := f.mb.Retain(bg, f.message(t, msg{id: "new", ts: 48 * time.Hour}), "alice"); !errors.Is(err, ErrFull) {
 		t.Fatalf("Retain = %v, want ErrFull", err)
 	}
 	if n := len(f.records(t)); n != MaxRecords {
@@ -472,7 +472,7 @@ func TestRetainByteCap(t *testing.T) {
 	// Retain does not verify signatures, so the body is swapped in unsigned.
 	big := f.message(t, msg{id: "big"})
 	big.Text = strings.Repeat("a", MaxRecordsBytes)
-	if _, err := f.mb.Retain(big, "alice"); !errors.Is(err, ErrFull) {
+	if _, err := f.mb.Retain(bg, big, "alice"); !errors.Is(err, ErrFull) {
 		t.Fatalf("Retain of a 32 MiB body = %v, want ErrFull", err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
@@ -519,7 +519,7 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 	f.retain(t, msg{id: "q1", task: "t", status: identity.StatusNeedsInput})
 	f.retain(t, msg{id: "q2", task: "t", status: identity.StatusNeedsInput, ts: time.Second})
 	f.retain(t, msg{id: "bob1", from: f.bob, ts: 2 * time.Second})
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
 		t.Fatalf("Reserve = %v, %v", n, err)
 	}
@@ -556,21 +556,21 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 func TestRestartRecovery(t *testing.T) {
 	f := newFixture(t)
 	m := f.retain(t, msg{id: "m1"})
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
 		t.Fatalf("Reserve = %v, %v", n, err)
 	}
-	if err := f.mb.Finish(n.ID, StateHostQueued); err != nil {
+	if err := f.mb.Finish(bg, n.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := f.mb.Acknowledge([]Receipt{receipt(m)}); err != nil || c != 1 {
 		t.Fatalf("Acknowledge = %d, %v", c, err)
 	}
 	again := f.open(t)
-	if added, err := again.Retain(m, "alice"); err != nil || added {
+	if added, err := again.Retain(bg, m, "alice"); err != nil || added {
 		t.Fatalf("Retain after reopening = %v, %v; want a no-op", added, err)
 	}
-	if n, err := again.Reserve(); err != nil || n != nil {
+	if n, err := again.Reserve(bg); err != nil || n != nil {
 		t.Fatalf("Reserve after reopening = %+v, %v; want none", n, err)
 	}
 	if r := f.record(t, "m1"); r.State != StateAcknowledged {

@@ -1,7 +1,10 @@
 package mailbox
 
 import (
+	"context"
+
 	"errors"
+	"github.com/interlink-go/interlink/internal/statefile"
 	"os"
 	"strings"
 	"testing"
@@ -32,13 +35,13 @@ func TestTombstonesSharedBetweenProcesses(t *testing.T) {
 	if err != nil || len(tombs) != 1 || tombs[0].MsgID != "a" || !tombs[0].Acknowledged {
 		t.Fatalf("the other process sees %+v, %v", tombs, err)
 	}
-	if added, err := other.Retain(a, "alice"); err != nil || added {
+	if added, err := other.Retain(bg, a, "alice"); err != nil || added {
 		t.Errorf("the other process stored a copy of a consumed message: %v, %v", added, err)
 	}
 	if n, err := other.Acknowledge([]Receipt{receipt(b)}); err != nil || n != 1 {
 		t.Fatalf("Acknowledge in the other process = %d, %v", n, err)
 	}
-	if added, err := f.mb.Retain(b, "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, b, "alice"); err != nil || added {
 		t.Errorf("a copy of a message the other process consumed was stored: %v, %v", added, err)
 	}
 }
@@ -134,7 +137,7 @@ func TestEarlierShapeMigrates(t *testing.T) {
 	if got := ids(f.records(t)); !cmp.Equal(got, []string{"unread"}) {
 		t.Errorf("unread records %v", got)
 	}
-	if added, err := f.mb.Retain(read, "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, read, "alice"); err != nil || added {
 		t.Fatalf("a copy of a message consumed before the change: %v, %v", added, err)
 	}
 	tombs, err := f.mb.Tombstones()
@@ -172,12 +175,36 @@ func TestCorruptTombstoneLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(f.mb.Path())
-	if _, err := f.mb.Retain(f.message(t, msg{id: "b"}), "alice"); !errors.Is(err, ErrCorrupt) {
+	if _, err := f.mb.Retain(bg, f.message(t, msg{id: "b"}), "alice"); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Retain with a corrupt log = %v, want ErrCorrupt", err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
 	logAfter, _ := os.ReadFile(f.logPath())
 	if string(before) != string(after) || string(logAfter) != string(bad) {
 		t.Error("a file changed")
+	}
+}
+
+// The writers the background loops use stop waiting for the file lock
+// when their context ends, so a lock held elsewhere cannot hold up a
+// shutdown.
+func TestWritersGiveUpOnTheLockWithTheirContext(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "a"})
+	unlock, err := statefile.Lock(statefile.LockPath(f.mb.Path(), "lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if _, err := f.mb.Retain(ctx, f.message(t, msg{id: "b"}), "alice"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Retain = %v, want context.Canceled", err)
+	}
+	if _, err := f.mb.Reserve(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Reserve = %v, want context.Canceled", err)
+	}
+	if err := f.mb.Finish(ctx, "id", StateInboxQueued); !errors.Is(err, context.Canceled) {
+		t.Errorf("Finish = %v, want context.Canceled", err)
 	}
 }
