@@ -2,15 +2,15 @@ package mailbox
 
 import (
 	"context"
-
 	"errors"
-	"github.com/interlink-go/interlink/internal/statefile"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // logPath returns the tombstone log of the fixture's mailbox.
