@@ -11,8 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/relay"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +19,8 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
