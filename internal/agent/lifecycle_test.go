@@ -284,3 +284,30 @@ func TestCancelledParentDrainsTheOutbox(t *testing.T) {
 		t.Error("still on the roster after the shutdown")
 	}
 }
+
+// A sender that cannot write its outbox (a full or broken disk) refuses
+// the message: the call fails with a local-state error and nothing is
+// sent, so no confirmed message can be lost.
+func TestUnwritableOutboxRefusesTheMessage(t *testing.T) {
+	url, sw := startSwitchableBus(t)
+	alice, _ := pair(t)
+	root := t.TempDir()
+	// A file where the outbox folder belongs: nothing can be written under
+	// it, even by root.
+	if err := os.WriteFile(filepath.Join(root, "outbox"), []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, alice, "a1", []string{url}, &nodeOpts{root: root})
+	before := sw.count("/send")
+	got := a.rpcErr("send_message", map[string]any{"to": "bob", "session": "b1", "text": "nowhere to keep it"})
+	if !strings.Contains(got, "local state: outbox") {
+		t.Errorf("send_message = %q, want a local-state error", got)
+	}
+	if got := a.rpcErr("list_pending", nil); !strings.Contains(got, "local state: outbox") {
+		t.Errorf("list_pending = %q, want the same error", got)
+	}
+	a.stop()
+	if n := sw.count("/send") - before; n != 0 {
+		t.Errorf("%d sends of a message the call refused", n)
+	}
+}
