@@ -61,6 +61,11 @@ type Record struct {
 	// SupersededBy is the msg_id of the progress message that replaced this
 	// one, or empty when it is not superseded.
 	SupersededBy string
+
+	// raw is the JSON of Message as stored, when known. A message never
+	// changes once retained, so the file is written with these bytes
+	// instead of encoding every message again.
+	raw []byte
 }
 
 // Unread reports whether r still waits to be consumed: it is neither
@@ -174,15 +179,8 @@ func (d *document) clone() document {
 	return c
 }
 
-// fileRecord and fileNotice fix the key order of the file and how empty
+// fileNotice fixes the key order of the notice and how empty
 // values are written.
-type fileRecord struct {
-	Message      identity.Message `json:"message"`
-	Peer         string           `json:"peer"`
-	State        State            `json:"state"`
-	SupersededBy *string          `json:"superseded_by"`
-}
-
 type fileNotice struct {
 	ID       string      `json:"id"`
 	State    State       `json:"state"`
@@ -192,15 +190,43 @@ type fileNotice struct {
 }
 
 // encodeRecords returns the JSON array of records as the file stores it.
+//
+// It writes the JSON by hand, with each message's stored bytes where they
+// are known: a full mailbox is rewritten by every acknowledgement.
 func encodeRecords(recs []Record) ([]byte, error) {
-	out := make([]fileRecord, len(recs))
-	for i, r := range recs {
-		out[i] = fileRecord{Message: r.Message, Peer: r.Peer, State: r.State}
-		if r.SupersededBy != "" {
-			out[i].SupersededBy = &r.SupersededBy
-		}
+	n := 2
+	for i := range recs {
+		n += len(recs[i].raw) + len(recs[i].Message.Text) + 128
 	}
-	return identity.Marshal(out)
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i := range recs {
+		r := &recs[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		raw := r.raw
+		if len(raw) == 0 {
+			var err error
+			if raw, err = r.Message.MarshalJSON(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, `{"message":`...)
+		out = append(out, raw...)
+		out = append(out, `,"peer":`...)
+		out = identity.AppendString(out, r.Peer)
+		out = append(out, `,"state":`...)
+		out = identity.AppendString(out, string(r.State))
+		out = append(out, `,"superseded_by":`...)
+		if r.SupersededBy == "" {
+			out = append(out, "null"...)
+		} else {
+			out = identity.AppendString(out, r.SupersededBy)
+		}
+		out = append(out, '}')
+	}
+	return append(out, ']'), nil
 }
 
 // encode returns the whole file for records already encoded by
@@ -399,6 +425,7 @@ func decodeRecord(f *readRecord) (Record, error) {
 	}
 	var r Record
 	var err error
+	r.raw = f.Message
 	if r.Message, err = identity.DecodeMessage(f.Message); err != nil {
 		return Record{}, err
 	}

@@ -275,6 +275,9 @@ func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string)
 			return false, nil
 		}
 		rec := Record{Message: msg, Peer: peer, State: StateStored}
+		if raw, err := msg.MarshalJSON(); err == nil {
+			rec.raw = raw
+		}
 		coalesce(d, &rec)
 		if rec.SupersededBy != "" {
 			d.added = append(d.added, tombstoneOf(&rec))
