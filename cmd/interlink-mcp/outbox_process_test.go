@@ -192,9 +192,24 @@ func TestOutboxSurvivesTheProcess(t *testing.T) {
 			ids := sendThree(t, p)
 			tc.end(t, p)
 
-			b.start()
+			// The next server of the session, still without a bus, lists
+			// what the last one left, under the same msg_ids.
 			next := launchMCP(t, alice.env(b.url(), "INTERLINK_SESSION=a1"))
 			next.initialize()
+			listed := next.ok("list_pending", nil)
+			if !strings.HasPrefix(listed, "3 pending:") {
+				t.Fatalf("list_pending in the next server = %q", listed)
+			}
+			for _, id := range ids {
+				if !strings.Contains(listed, id) {
+					t.Errorf("list_pending in the next server lacks %s:\n%s", id, listed)
+				}
+				if got := next.ok("message_status", map[string]any{"msg_id": id}); !strings.Contains(got, "[pending]") {
+					t.Errorf("message_status(%s) in the next server = %q", id, got)
+				}
+			}
+
+			b.start()
 			next.waitText("list_pending", nil, "Nothing is waiting")
 			for _, id := range ids {
 				if got := next.ok("message_status", map[string]any{"msg_id": id}); !strings.Contains(got, "[bus_accepted]") {
