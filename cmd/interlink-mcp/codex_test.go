@@ -8,14 +8,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -384,5 +389,66 @@ func TestFailedDeliveriesOfAnEarlierCodexProcessInAnotherHostMode(t *testing.T) 
 	}
 	if got := claude.ok("receive_messages", nil); !strings.Contains(got, "kept across host modes") {
 		t.Errorf("the message itself is gone: %q", got)
+	}
+}
+
+// A codex executable whose queue never answers does not hold up the end of
+// the session, whether it hangs on a notice about a message or on a
+// pairing notice: the handoff in flight is cancelled, and the server exits
+// well within 5 seconds of SIGTERM, the roster cleaned up.
+func TestCodexShutdownWithAHangingQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		kind identity.Kind
+	}{
+		{"notice of a message", identity.KindMessage},
+		{"pairing notice of a knock", identity.KindPairRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := bustest.Start(t, nil)
+			codexF, peer := newAgentFiles(t), newAgentFiles(t)
+			codexF.admit(t, "peer", peer)
+			dir := t.TempDir()
+			stub := filepath.Join(dir, "codex")
+			started := filepath.Join(dir, "started")
+			script := "#!/bin/sh\n[ \"$1\" = \"queue\" ] || exit 0\n: > '" + started + "'\nexec sleep 600\n"
+			if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cx := codexServer(t, codexF, url, &codexStub{path: stub})
+			cx.ok("bind_codex_session", map[string]any{"thread_id": threadA})
+			waitFor(t, "the Codex session on the roster", func() bool { return onRoster(url, codexF.pubkey(), threadA) })
+			from := peer
+			if tc.kind == identity.KindPairRequest {
+				from = newAgentFiles(t) // a stranger knocks
+			}
+			m := identity.Message{From: from.pubkey(), To: codexF.pubkey(), Text: "someone", TS: identity.Millis(time.Now()),
+				MsgID: fmt.Sprintf("%032x", time.Now().UnixNano()), Kind: tc.kind, ReplyTo: from.pubkey() + "#p1"}
+			if err := from.signer.SignMessage(&m); err != nil {
+				t.Fatal(err)
+			}
+			payload, _ := m.MarshalJSON()
+			if err := relay.New(url, nil).Send(context.Background(), codexF.pubkey()+"#"+threadA, payload); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "codex queue running", func() bool { _, err := os.Stat(started); return err == nil })
+
+			t0 := time.Now()
+			if err := cx.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			code := cx.wait()
+			took := time.Since(t0)
+			t.Logf("exited %v after SIGTERM with codex queue hanging", took)
+			if code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+			if took > 5*time.Second {
+				t.Errorf("shutdown took %v, more than 5 s", took)
+			}
+			if onRoster(url, codexF.pubkey(), threadA) {
+				t.Error("still on the roster")
+			}
+		})
 	}
 }

@@ -140,10 +140,14 @@ type Agent struct {
 	// recoverMu serializes failed_deliveries calls.
 	recoverMu sync.Mutex
 
+	// stopping is closed when Stop begins, stopDone when it has finished.
+	stopping chan struct{}
+	stopDone chan struct{}
+
 	mu      sync.Mutex
-	stop    context.CancelFunc // cancels the workers; nil before Start
+	stop    context.CancelFunc // cancels the workers; nil before Start; guarded by mu
 	workers sync.WaitGroup
-	stopped bool
+	stopped bool // Stop has begun; guarded by mu
 }
 
 // ResolveSession returns the session id: explicit (the --session flag or
@@ -213,6 +217,8 @@ func New(cfg Config) (*Agent, error) {
 		knocks:   inbound.NewKnocks(&inbound.KnockOptions{Now: t.Now}),
 		pairKick: make(chan struct{}, 1),
 		ready:    make(chan struct{}),
+		stopping: make(chan struct{}),
+		stopDone: make(chan struct{}),
 	}
 	a.name = cfg.Name
 	if trim(a.name) == "" {
@@ -222,11 +228,6 @@ func New(cfg Config) (*Agent, error) {
 		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: a.log}))
 	}
 	a.gate = gate.New(a.own, &gate.Options{Now: t.Now})
-	senders := make([]outbox.Sender, len(a.relays))
-	for i, r := range a.relays {
-		senders[i] = r
-	}
-	a.outbox = outbox.New(senders, signer, &outbox.Options{Now: t.Now, RetryEvery: t.Retry, Logger: a.log})
 	a.mcp = a.newServer()
 	if cfg.Host == HostClaude {
 		if err := a.bind(cfg.Session); err != nil {
@@ -251,6 +252,11 @@ func (a *Agent) bind(session string) error {
 		return fmt.Errorf("local state: %w", err)
 	}
 	pm, err := progress.Open(a.cfg.StateRoot, session, &progress.Options{Now: t.Now})
+	if err != nil {
+		return fmt.Errorf("local state: %w", err)
+	}
+	ob, err := outbox.Open(a.cfg.StateRoot, a.own, session, relay.Senders(a.relays), a.signer,
+		&outbox.Options{Now: t.Now, RetryEvery: t.Retry, LockRetry: t.LockRetry, Logger: a.log})
 	if err != nil {
 		return fmt.Errorf("local state: %w", err)
 	}
@@ -281,7 +287,7 @@ func (a *Agent) bind(session string) error {
 	}
 	a.failed = failed
 	a.session, a.route = session, route.New(a.own.String(), session)
-	a.mailbox, a.pairing, a.progress, a.announcer, a.sink = mb, ps, pm, ann, sink
+	a.mailbox, a.pairing, a.progress, a.announcer, a.sink, a.outbox = mb, ps, pm, ann, sink, ob
 	close(a.ready)
 	return nil
 }
@@ -323,23 +329,36 @@ func (a *Agent) MCP() *server.MCPServer { return a.mcp }
 // Start starts the background workers: the outbox, presence, one inbound
 // loop per relay and, with a sink, the notification loop. It may be called
 // once.
+//
+// The workers run on a context of their own, which only [Agent.Stop]
+// cancels. When ctx ends (a signal, say), Start's watcher calls Stop, so a
+// cancelled parent goes through the same shutdown as a closed input: the
+// outbox drains with its workers still running, then they stop.
 func (a *Agent) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stop != nil || a.stopped {
 		return errors.New("agent: already started")
 	}
-	ctx, a.stop = context.WithCancel(ctx)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	a.stop = cancel
 	// Messages already queued (none before binding) go out from the start;
 	// everything that needs the session waits until it is bound.
 	a.spawn(func() {
 		select {
-		case <-ctx.Done():
+		case <-wctx.Done():
 			return
 		case <-a.ready:
 		}
-		a.startWorkers(ctx)
+		a.startWorkers(wctx)
 	})
+	go func() {
+		select {
+		case <-ctx.Done():
+			a.Stop()
+		case <-a.stopping:
+		}
+	}()
 	return nil
 }
 
@@ -386,23 +405,47 @@ func (a *Agent) spawn(f func()) {
 	}()
 }
 
-// Stop ends the session in order: it gives queued messages up to
-// DrainTimeout to reach a relay, stops every worker and waits for them (so
-// no announcement can follow the unregister), takes the session off the
-// relays' rosters, and says goodbye to the sessions that last wrote to this
-// one. The last two steps are bounded in time and ignore relay errors. Stop
-// may be called more than once; later calls do nothing.
+// Shutdown bounds.
+const (
+	// StopTimeout bounds [Agent.Stop] as a whole, whatever the relays and
+	// the host sink do.
+	StopTimeout = 4500 * time.Millisecond
+	// DrainTimeout bounds how long Stop gives pending messages to reach a
+	// relay before the workers stop. What is still pending then stays in
+	// the outbox file, and the next process of the session sends it.
+	DrainTimeout = 3 * time.Second
+)
+
+// Stop ends the session in order, within StopTimeout: it gives pending
+// messages up to DrainTimeout to reach a relay, with the workers still
+// running and retrying often; stops every worker and waits for them (so no
+// announcement can follow the unregister); takes the session off the
+// relays' rosters; and says goodbye to the sessions that last wrote to
+// this one. The last two steps share what is left of the time and ignore
+// relay errors. Stop may be called more than once and from several
+// goroutines; every call returns once the first has finished.
 func (a *Agent) Stop() {
 	a.mu.Lock()
-	stop, started := a.stop, a.stop != nil
-	already := a.stopped
-	a.stopped = true
-	a.mu.Unlock()
-	if already {
+	if a.stopped {
+		a.mu.Unlock()
+		<-a.stopDone
 		return
 	}
+	a.stopped = true
+	stop, started := a.stop, a.stop != nil
+	close(a.stopping)
+	a.mu.Unlock()
+	defer close(a.stopDone)
+
+	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
 	if started && a.isReady() {
-		a.drainOutbox(DrainTimeout)
+		dctx, dcancel := context.WithTimeout(ctx, DrainTimeout)
+		if n := a.outbox.Drain(dctx); n > 0 {
+			a.log.Info("stopping with messages no relay has taken yet; the next process of this session sends them",
+				"count", n, "outbox", a.outbox.Path())
+		}
+		dcancel()
 	}
 	if stop != nil {
 		stop()
@@ -411,37 +454,10 @@ func (a *Agent) Stop() {
 	if !started || !a.isReady() {
 		return // never announced, so nothing to take back
 	}
-	ctx := context.Background()
 	a.announcer.Unregister(ctx)
 	if sticky := a.sticky.Snapshot(); len(sticky) > 0 {
 		n := a.announcer.Goodbye(ctx, sticky, a.route, presence.GoodbyeText(a.session))
 		a.log.Debug("goodbyes sent", "peers", len(sticky), "accepted", n)
-	}
-}
-
-// DrainTimeout bounds how long Stop waits for queued messages to reach a
-// relay. The outbox lives in memory, so a message sent just before the
-// session ends (the last act of a one-shot run, say) would otherwise be lost.
-const DrainTimeout = 3 * time.Second
-
-// drainOutbox waits until no message is pending or d has passed.
-func (a *Agent) drainOutbox(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for {
-		pending := 0
-		for _, e := range a.outbox.Pending() {
-			if e.State == outbox.StatePending {
-				pending++
-			}
-		}
-		if pending == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			a.log.Warn("stopping with messages no relay has taken; they are lost", "count", pending)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -487,27 +503,31 @@ func (a *Agent) delivered(d *gate.Decision) {
 	}
 }
 
+// Pairing notice attempts: a notice the sink refuses is tried this many
+// times in all, LockRetry apart, then given up (the request stays in the
+// pairing file, where list_pair_requests finds it).
+const pairingNoticeAttempts = 3
+
 // pairingNotice hands a pairing notice to the host: the full-text path,
-// retried until the sink takes it, since the relay is acknowledged only
-// afterwards.
-func (a *Agent) pairingNotice(n inbound.Notice) {
+// tried up to pairingNoticeAttempts times while ctx lives.
+func (a *Agent) pairingNotice(ctx context.Context, n inbound.Notice) error {
 	if a.sink == nil {
 		a.log.Info("pairing notice not shown: no host sink", "kind", n.Kind, "msg_id", n.MsgID)
-		return
+		return nil
 	}
 	rec := delivery.Record{Sender: n.Sender, MsgID: n.MsgID, Content: n.Text}
-	for {
-		err := a.sink.Text(context.Background(), rec)
-		if err == nil {
-			return
+	var err error
+	for attempt := 1; attempt <= pairingNoticeAttempts; attempt++ {
+		if err = a.sink.Text(ctx, rec); err == nil {
+			return nil
 		}
-		a.log.Warn("pairing notice not delivered; will retry", "err", err)
-		a.mu.Lock()
-		stopped := a.stopped
-		a.mu.Unlock()
-		if stopped {
-			return
+		if attempt == pairingNoticeAttempts {
+			break
 		}
-		time.Sleep(a.cfg.Timing.LockRetry)
+		a.log.Warn("pairing notice not delivered; will retry", "attempt", attempt, "err", err)
+		if !sleep(ctx, a.cfg.Timing.LockRetry) {
+			break
+		}
 	}
+	return fmt.Errorf("pairing notice %s not delivered: %w", n.MsgID, err)
 }

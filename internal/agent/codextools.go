@@ -127,7 +127,7 @@ func (a *Agent) failedDeliveries(ctx context.Context, args args) (string, error)
 			return "", fmt.Errorf("handed to Codex, but the saved entry could not be removed (%v); retrying it again may queue it twice", err)
 		}
 		if e.Notice {
-			if err := a.mailbox.Finish(e.MsgID, mailbox.StateHostQueued); err != nil {
+			if err := a.mailbox.Finish(ctx, e.MsgID, mailbox.StateHostQueued); err != nil {
 				a.log.Warn("notice state not recorded", "notice", e.MsgID, "err", err)
 			}
 		}

@@ -232,7 +232,7 @@ func TestProgressOnlyBacklogNoNotice(t *testing.T) {
 	onRoster(t, url, bob.key(), "b1")
 	a.ok("send_message", map[string]any{"to": "bob", "text": "10%", "task_id": "t", "status": "update"})
 	a.ok("send_message", map[string]any{"to": "bob", "text": "20%", "task_id": "t", "status": "update"})
-	eventually(t, "two updates stored", func() bool { return len(b.records()) == 2 })
+	eventually(t, "two updates stored", func() bool { return b.known() == 2 })
 	time.Sleep(200 * time.Millisecond) // ten notification ticks
 	if got := b.sink.Records(); len(got) != 0 {
 		t.Fatalf("progress produced notices: %+v", got)

@@ -127,6 +127,8 @@ type nodeOpts struct {
 	edit   func(*agent.Config)
 	// beforeStart runs between agent.New and Start.
 	beforeStart func(a *agent.Agent, root string)
+	// ctx is the context Start gets; nil means one that never ends.
+	ctx context.Context
 }
 
 // start runs an agent for id in session on the relays urls.
@@ -165,7 +167,11 @@ func start(t testing.TB, id *ident, session string, urls []string, o *nodeOpts) 
 	if o.beforeStart != nil {
 		o.beforeStart(a, n.root)
 	}
-	if err := a.Start(context.Background()); err != nil {
+	startCtx := o.ctx
+	if startCtx == nil {
+		startCtx = context.Background()
+	}
+	if err := a.Start(startCtx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.stop)
@@ -258,6 +264,21 @@ func (n *node) records() []mailbox.Record {
 		n.t.Fatal(err)
 	}
 	return recs
+}
+
+// known returns how many messages n's mailbox knows: unread records and
+// tombstones of consumed or superseded ones.
+func (n *node) known() int {
+	n.t.Helper()
+	mb, err := mailbox.Open(n.root, n.id.signer.Public(), n.a.Session(), nil)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	tombs, err := mb.Tombstones()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return len(n.records()) + len(tombs)
 }
 
 // waitText calls a tool until its text contains want.

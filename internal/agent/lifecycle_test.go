@@ -239,15 +239,77 @@ func TestStopDrainsOutbox(t *testing.T) {
 	a.stop()
 	b.waitText("receive_messages", nil, "last words")
 
-	// With every relay down, Stop gives up after DrainTimeout.
-	c := start(t, alice, "a2", []string{"http://127.0.0.1:1"}, nil)
-	c.ok("send_message", map[string]any{"to": "bob", "session": "b1", "text": "lost"})
+	// With every relay down, Stop gives up after DrainTimeout and keeps the
+	// message; the next process of the session sends it.
+	root := t.TempDir()
+	c := start(t, alice, "a2", []string{"http://127.0.0.1:1"}, &nodeOpts{root: root})
+	c.ok("send_message", map[string]any{"to": "bob", "session": "b1", "text": "kept"})
 	t0 := time.Now()
 	c.stop()
-	if d := time.Since(t0); d < agent.DrainTimeout || d > agent.DrainTimeout+8*time.Second {
+	if d := time.Since(t0); d > agent.StopTimeout+5*time.Second {
 		t.Errorf("Stop took %v", d)
 	}
-	if !strings.Contains(c.logs.String(), "they are lost") {
-		t.Error("no warning about lost messages")
+	if !strings.Contains(c.logs.String(), "the next process of this session sends them") {
+		t.Errorf("no note about the messages left in the outbox:\n%s", c.logs.String())
+	}
+	next := start(t, alice, "a2", []string{url}, &nodeOpts{root: root})
+	b.waitText("receive_messages", nil, "kept")
+	if got := next.ok("list_pending", nil); !strings.HasPrefix(got, "Nothing is waiting") {
+		t.Errorf("list_pending after the next process sent it: %q", got)
+	}
+}
+
+// Cancelling the parent context, as a signal does, drains the outbox just
+// as Stop does: the workers keep running, so a relay that comes back
+// within the grace period gets the message from the stopping agent. The
+// normal retry interval is an hour, so only the drain can have sent it.
+func TestCancelledParentDrainsTheOutbox(t *testing.T) {
+	url, sw := startSwitchableBus(t)
+	alice, bob := pair(t)
+	b := start(t, bob, "b1", []string{url}, nil)
+	onRoster(t, url, bob.key(), "b1")
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := start(t, alice, "a1", []string{url}, &nodeOpts{ctx: parent, edit: func(c *agent.Config) { c.Timing.Retry = time.Hour }})
+	sw.set("/send", true)
+	before := sw.count("/send")
+	a.ok("send_message", map[string]any{"to": "bob", "text": "said as the signal came"})
+	eventually(t, "the first attempt refused", func() bool { return sw.count("/send") > before })
+
+	cancel()
+	// The relay comes back a moment later, well inside the grace period.
+	time.Sleep(300 * time.Millisecond)
+	sw.set("/send", false)
+	b.waitText("receive_messages", nil, "said as the signal came")
+	a.a.Stop() // returns once the shutdown the cancellation started is over
+	if rosterHas(t, url, alice.key(), "a1") {
+		t.Error("still on the roster after the shutdown")
+	}
+}
+
+// A sender that cannot write its outbox (a full or broken disk) refuses
+// the message: the call fails with a local-state error and nothing is
+// sent, so no confirmed message can be lost.
+func TestUnwritableOutboxRefusesTheMessage(t *testing.T) {
+	url, sw := startSwitchableBus(t)
+	alice, _ := pair(t)
+	root := t.TempDir()
+	// A file where the outbox folder belongs: nothing can be written under
+	// it, even by root.
+	if err := os.WriteFile(filepath.Join(root, "outbox"), []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, alice, "a1", []string{url}, &nodeOpts{root: root})
+	before := sw.count("/send")
+	got := a.rpcErr("send_message", map[string]any{"to": "bob", "session": "b1", "text": "nowhere to keep it"})
+	if !strings.Contains(got, "local state: outbox") {
+		t.Errorf("send_message = %q, want a local-state error", got)
+	}
+	if got := a.rpcErr("list_pending", nil); !strings.Contains(got, "local state: outbox") {
+		t.Errorf("list_pending = %q, want the same error", got)
+	}
+	a.stop()
+	if n := sw.count("/send") - before; n != 0 {
+		t.Errorf("%d sends of a message the call refused", n)
 	}
 }

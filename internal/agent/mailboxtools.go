@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -151,7 +152,23 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 			break
 		}
 	}
-	if e, ok := a.outbox.Status(id); ok {
+	if len(parts) == 0 {
+		tombs, err := a.mailbox.Tombstones()
+		if err != nil {
+			return "", localState(err)
+		}
+		for i := range tombs {
+			if tombs[i].MsgID == id {
+				parts = append(parts, tombstoneLine(&tombs[i]))
+				break
+			}
+		}
+	}
+	e, ok, err := a.outbox.Status(id)
+	if err != nil {
+		return "", localState(err)
+	}
+	if ok {
 		parts = append(parts, logLine(&e)+"\nreceiver acknowledgement unknown (no remote receipt)")
 	}
 	if len(parts) == 0 {
@@ -160,17 +177,37 @@ func (a *Agent) messageStatus(_ context.Context, args args) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
+// tombstoneLine renders what the mailbox keeps of a message that is no
+// longer unread: its state and receipt. The text is not kept.
+func tombstoneLine(t *mailbox.Tombstone) string {
+	label := string(t.State())
+	if t.SupersededBy != "" && !t.Acknowledged {
+		label = "superseded by " + t.SupersededBy
+	}
+	receipt, _ := json.Marshal(t.Receipt()) // two strings: cannot fail
+	return "[" + label + "] Receipt: " + string(receipt) + "\n(consumed or superseded: its text is no longer kept)"
+}
+
 // logLine renders an outbound log entry.
 func logLine(e *outbox.Entry) string {
 	s := fmt.Sprintf("→ %s [%s] (msg_id %s): %s", e.Peer, e.State, e.MsgID, e.Text)
-	if e.State == outbox.StateRejected && e.LastError != "" {
+	switch {
+	case e.State == outbox.StateRejected && e.LastError != "":
 		s += "\nrejected by every relay: " + e.LastError
+	case e.State == outbox.StateExpired:
+		s += "\nnot sent: " + e.LastError
 	}
 	return s
 }
 
 func (a *Agent) listPending(context.Context, args) (string, error) {
-	pend := a.outbox.Pending()
+	var pend []outbox.Entry
+	if a.isReady() {
+		var err error
+		if pend, err = a.outbox.Pending(); err != nil {
+			return "", localState(err)
+		}
+	}
 	if len(pend) == 0 {
 		return "Nothing is waiting: a relay has taken every message sent.", nil
 	}
@@ -178,8 +215,11 @@ func (a *Agent) listPending(context.Context, args) (string, error) {
 	fmt.Fprintf(&b, "%d pending:", len(pend))
 	for _, e := range pend {
 		fmt.Fprintf(&b, "\n→ %s (msg_id %s)", e.Peer, e.MsgID)
-		if e.State == outbox.StateRejected {
+		switch e.State {
+		case outbox.StateRejected:
 			fmt.Fprintf(&b, " rejected: %s", e.LastError)
+		case outbox.StateExpired:
+			fmt.Fprintf(&b, " expired: %s", e.LastError)
 		}
 	}
 	return b.String(), nil
@@ -210,7 +250,11 @@ func (a *Agent) conversationHistory(_ context.Context, args args) (string, error
 		return "", err
 	}
 	var items []historyItem
-	for _, e := range a.outbox.Log(peer, limit) {
+	sent, err := a.outbox.Log(peer, limit)
+	if err != nil {
+		return "", localState(err)
+	}
+	for _, e := range sent {
 		items = append(items, historyItem{ts: e.TS, msgID: e.MsgID, out: &e})
 	}
 	recs, err := a.mailbox.History(peer, 0, false)

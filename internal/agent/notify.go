@@ -70,7 +70,7 @@ func (a *Agent) notifierLock(ctx context.Context) (*flock.Flock, bool) {
 
 // notifyOnce issues at most one notice.
 func (a *Agent) notifyOnce(ctx context.Context) {
-	n, err := a.mailbox.Reserve()
+	n, err := a.mailbox.Reserve(ctx)
 	if err != nil {
 		a.log.Warn("notice reservation failed", "err", err)
 		return
@@ -86,7 +86,7 @@ func (a *Agent) notifyOnce(ctx context.Context) {
 		a.log.Debug("notice delivered", "notice", n.ID, "messages", len(n.Messages), "state", state)
 	}
 	for {
-		err := a.mailbox.Finish(n.ID, state)
+		err := a.mailbox.Finish(ctx, n.ID, state)
 		if err == nil {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/relay"
 )
 
 // kickPairing asks the pairing worker for a pass now.
@@ -36,7 +37,7 @@ func (a *Agent) pairingLoop(ctx context.Context) {
 
 // pairingPass tries each queued job once, in order. A job is re-signed with
 // the current time (same msg_id, so a request id still matches) and offered
-// to every relay; once one takes it, it is done. A job no relay takes ends
+// to every relay through relay.Post; once one takes it, it is done. A job no relay takes ends
 // the pass, to be retried on the next one. A job that could never be sent
 // (it fails the checks of pairing.Resign) is dropped and logged.
 //
@@ -77,14 +78,11 @@ func (a *Agent) pairingPass(ctx context.Context) {
 			a.log.Warn("pairing job not encodable", "msg_id", job.Msg.MsgID, "err", err)
 			return
 		}
-		accepted := 0
-		for _, r := range a.relays {
-			if err := r.Send(ctx, job.Route, payload); err != nil {
-				a.log.Debug("pairing send failed", "relay", r.URL(), "msg_id", m.MsgID, "err", err)
-				continue
-			}
-			accepted++
+		out := relay.Post(ctx, relay.Senders(a.relays), job.Route, payload)
+		for _, f := range out.Failed {
+			a.log.Debug("pairing send failed", "relay", f.URL, "msg_id", m.MsgID, "err", f.Err)
 		}
+		accepted := len(out.Accepted)
 		if accepted == 0 {
 			return
 		}

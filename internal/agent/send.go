@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
@@ -91,7 +92,7 @@ func (a *Agent) sendMessage(ctx context.Context, args args) (string, error) {
 		return "", err
 	}
 	m := identity.Message{Text: text, TaskID: taskID, Status: st, InReplyTo: inReplyTo}
-	msgID, err := a.queue(t, to, text, &m)
+	msgID, err := a.queue(ctx, t, to, text, &m)
 	if err != nil {
 		return "", err
 	}
@@ -146,7 +147,7 @@ func (a *Agent) cancelTask(ctx context.Context, args args) (string, error) {
 		text = "canceled"
 	}
 	m := identity.Message{Text: text, TaskID: taskID, Status: identity.Status("canceled")}
-	msgID, err := a.queue(t, to, "[cancel "+taskID+"] "+text, &m)
+	msgID, err := a.queue(ctx, t, to, "[cancel "+taskID+"] "+text, &m)
 	if err != nil {
 		return "", err
 	}
@@ -177,9 +178,10 @@ func (a *Agent) resolvePetname(to string, allowSelf bool) (identity.PublicKey, s
 	return key, label, nil
 }
 
-// queue signs m from this session to t and puts it in the outbox, logged
-// under the label peer with logText.
-func (a *Agent) queue(t target, peer, logText string, m *identity.Message) (string, error) {
+// queue signs m from this session to t and writes it to the outbox, logged
+// under the label peer with logText. The message is on disk when queue
+// returns; a full outbox is an error the caller can act on.
+func (a *Agent) queue(ctx context.Context, t target, peer, logText string, m *identity.Message) (string, error) {
 	msgID, err := identity.NewMsgID(nil)
 	if err != nil {
 		return "", fmt.Errorf("new msg_id: %w", err)
@@ -199,7 +201,10 @@ func (a *Agent) queue(t target, peer, logText string, m *identity.Message) (stri
 	} else if n > MaxSendBody {
 		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
 	}
-	if err := a.outbox.EnqueueLogged(rt, peer, logText, *m); err != nil {
+	if err := a.outbox.EnqueueLogged(ctx, rt, peer, logText, *m); err != nil {
+		if errors.Is(err, outbox.ErrFull) {
+			return "", invalidf("not sent: %s", strings.TrimPrefix(err.Error(), "outbox: "))
+		}
 		return "", localState(err)
 	}
 	return msgID, nil

@@ -118,8 +118,9 @@ func (a *Agent) tools() []tool {
 		), a.acknowledgeMessages},
 		{mcp.NewTool("conversation_history",
 			mcp.WithDescription("Recent messages with one peer, both directions, newest last. Read-only unless consume=true: "+
-				"pass it when you act on the returned messages so they are not delivered to you again. Superseded progress is shown "+
-				"for inspection. History cannot take back a notice the host already has."),
+				"pass it when you act on the returned messages so they are not delivered to you again. Received messages appear "+
+				"until they are acknowledged or superseded; after that only their receipt is kept. History cannot take back a notice "+
+				"the host already has."),
 			mcp.WithString("peer", mcp.Required(), mcp.Description("Petname, or 'self'.")),
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(100), mcp.Description(descLimit)),
 			mcp.WithBoolean("consume", mcp.Description("Acknowledge the returned received messages (default false).")),

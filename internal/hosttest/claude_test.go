@@ -91,9 +91,10 @@ func TestClaudePrintSendMessage(t *testing.T) {
 
 	send, status := pluginTool("send_message"), pluginTool("message_status")
 	input := map[string]any{"to": "self", "session": "peer-b", "text": "hello from claude"}
-	// The server's outbox lives in memory, and claude -p stops the server
-	// right after the last turn: the model asks message_status until the
-	// bus has taken the message, at most maxStatusCalls times.
+	// claude -p stops the server right after the last turn, and what is
+	// still waiting then goes out only with the next server of the session:
+	// the model asks message_status until the bus has taken the message, at
+	// most maxStatusCalls times.
 	const maxStatusCalls = 50
 	untilAccepted := func(r *messagesRequest) (modelReply, bool) {
 		res, ok := r.lastToolResult()

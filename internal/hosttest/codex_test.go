@@ -305,9 +305,9 @@ func TestCodexExecSendMessage(t *testing.T) {
 
 	text := "hello from codex " + newUUID(t)
 	send := codexCallOnce("send_message", map[string]any{"to": "self", "session": "peer-b", "text": text})
-	// The server's outbox lives in memory, and codex exec stops the server
-	// right after the turn: the model waits for the bus to take the
-	// message, as an operator would.
+	// codex exec stops the server right after the turn, and what is still
+	// waiting then goes out only with the next server of the session: the
+	// model waits for the bus to take the message, as an operator would.
 	untilAccepted := func(r *responsesRequest) (codexReply, bool) {
 		sent := r.outputsOf("send_message")
 		if len(sent) != 1 {

@@ -441,3 +441,33 @@ func TestStatusTerminal(t *testing.T) {
 		}
 	}
 }
+
+// AppendString writes what Marshal writes for a string, for every kind of
+// character that needs escaping.
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	for _, s := range []string{
+		"", "plain", `quote " and backslash \`, "tab\tnew\nline\rcr", "\x00\x01\x1f\x7f",
+		"<html> & 'apostrophe'", "é ü 日本", "line\u2028para\u2029", "bad \xff byte", "\xed\xa0\x80 surrogate",
+	} {
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	f.Add("plain \" \\ \n \u2028 \xff")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

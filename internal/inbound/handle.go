@@ -117,7 +117,7 @@ func (l *Loop) loopback(m *identity.Message) bool {
 func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 	switch p.d.Outcome {
 	case gate.Deliver:
-		return l.deliver(p)
+		return l.deliver(ctx, p)
 	case gate.Knock:
 		return l.knock(ctx, p)
 	case gate.PairAccept:
@@ -131,9 +131,9 @@ func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 
 // deliver retains an ordinary message in the mailbox under the sender's
 // petname, then remembers the session it came from.
-func (l *Loop) deliver(p *pendingCommit) (bool, error) {
+func (l *Loop) deliver(ctx context.Context, p *pendingCommit) (bool, error) {
 	m := &p.d.Message
-	added, err := l.cfg.Mailbox.Retain(*m, p.d.Petname)
+	added, err := l.cfg.Mailbox.Retain(ctx, *m, p.d.Petname)
 	if err != nil {
 		return false, fmt.Errorf("inbound: retain %s from %s: %w", m.MsgID, p.d.Sender.Fingerprint(), err)
 	}
@@ -269,5 +269,7 @@ func (l *Loop) pairAccept(ctx context.Context, p *pendingCommit) (bool, error) {
 // notify hands n to the host.
 func (l *Loop) notify(ctx context.Context, n Notice) {
 	l.log.DebugContext(ctx, "pairing notice", "kind", n.Kind, "msg_id", n.MsgID)
-	l.cfg.Notify(n)
+	if err := l.cfg.Notify(ctx, n); err != nil {
+		l.log.WarnContext(ctx, "pairing notice not shown", "kind", n.Kind, "msg_id", n.MsgID, "err", err)
+	}
 }

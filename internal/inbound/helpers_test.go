@@ -112,10 +112,11 @@ func (f *fixture) loop(url string) *inbound.Loop {
 	})
 }
 
-func (f *fixture) notify(n inbound.Notice) {
+func (f *fixture) notify(_ context.Context, n inbound.Notice) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.notices = append(f.notices, n)
+	return nil
 }
 
 func (f *fixture) gotNotices() []inbound.Notice {

@@ -49,8 +49,11 @@ type Config struct {
 	// relay loop of the process; nil means a limiter of this loop's own.
 	Knocks *Knocks
 	// Notify hands a pairing notice to the host. It must not block for
-	// long: the relay is acknowledged after it returns. Nil drops notices.
-	Notify func(n Notice)
+	// long and must return when ctx ends: the relay is acknowledged after
+	// it returns. An error is logged; the pairing state is already saved,
+	// so the operator still finds the request with list_pair_requests.
+	// Nil drops notices.
+	Notify func(ctx context.Context, n Notice) error
 	// Delivered, if set, is called after a message was newly committed to
 	// the mailbox (not for a duplicate), with the gate's decision. It runs
 	// before the relay is acknowledged and must not block for long.
@@ -93,7 +96,7 @@ func New(cfg Config) *Loop {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Notify == nil {
-		cfg.Notify = func(Notice) {}
+		cfg.Notify = func(context.Context, Notice) error { return nil }
 	}
 	if cfg.Delivered == nil {
 		cfg.Delivered = func(*gate.Decision) {}

@@ -15,14 +15,28 @@
 //	 "notice":null | {"id":"1a2b3c4d","state":"preparing","messages":[["<sender>","<msg_id>"],...],
 //	                  "retry_at":1700000030000,"attempt":0}}
 //
-// Records keep arrival order. A missing file is an empty mailbox, and a
-// notice without retry_at or attempt (older files) reads them as 0.
+// The file holds the unread records only, in arrival order. A missing file
+// is an empty mailbox, and a notice without retry_at or attempt (older
+// files) reads them as 0.
+//
+// A message that stops being unread (acknowledged, or superseded by newer
+// progress) leaves the file and becomes a tombstone: sender, msg_id,
+// signed time, its state, and for task progress the task fields that
+// coalescing compares, but no text. Tombstones are lines of
+// <session>.tombstones.jsonl beside the file, written under the same lock:
+// appended as messages are consumed, so a change costs the same whatever
+// the day's traffic, and rewritten without the dead ones once enough have
+// left the replay window. Each Mailbox reads the log incrementally, only
+// what was appended since its last look, and in full after a rewrite. A
+// file of the earlier shape, which kept consumed records whole, is moved
+// to the log by the first change.
 //
 // Every change is one locked read-modify-write: take the lock, re-read the
-// file, change it, replace it atomically (see package statefile). Reads take
-// no lock and rely on the rename. A file that cannot be read as a mailbox is
-// reported as [ErrCorrupt] and never overwritten, so nothing an operator
-// could still recover is destroyed silently.
+// file, change it, append its tombstones, replace the file atomically (see
+// package statefile). Reads of unread records take no lock and rely on the
+// rename; [Mailbox.Tombstones] takes the lock. A file or log line that
+// cannot be read is reported as [ErrCorrupt] and never overwritten, so
+// nothing an operator could still recover is destroyed silently.
 //
 // # Records
 //
@@ -47,11 +61,13 @@
 // # Bounds
 //
 // [Mailbox.Retain] refuses a message with [ErrFull] once the mailbox would
-// hold more than [MaxRecords] records or more than [MaxRecordsBytes] bytes of
-// serialized records; the caller then leaves the message on the broker.
-// Consumed and superseded records are pruned once their message timestamp is
-// older than [gate.MaxPast], the window in which the trust gate still accepts
-// the same message, so a redelivered duplicate still finds its tombstone.
+// hold more than [MaxRecords] unread records or more than [MaxRecordsBytes]
+// bytes of them; the caller then leaves the message on the broker. Only
+// unread records count: a session that reads what it receives is never
+// full, however much it receives. Tombstones are kept while their message
+// timestamp is within [gate.MaxPast], the window in which the trust gate
+// still accepts the same message, so a redelivered duplicate still finds
+// its tombstone; at most [MaxTombstones] are kept, the oldest going first.
 // Unread records are never evicted. Acknowledgements and notice changes are
 // not capped, so a full mailbox can always be drained.
 package mailbox

@@ -1,6 +1,7 @@
 package mailbox_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"os"
@@ -34,16 +35,16 @@ func ExampleMailbox() {
 	if err := alice.SignMessage(&m); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := mb.Retain(m, "alice"); err != nil {
+	if _, err := mb.Retain(context.Background(), m, "alice"); err != nil {
 		log.Fatal(err)
 	}
 
 	// The notifier wakes the host with a notice that carries no body.
-	n, err := mb.Reserve()
+	n, err := mb.Reserve(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := mb.Finish(n.ID, mailbox.StateHostQueued); err != nil {
+	if err := mb.Finish(context.Background(), n.ID, mailbox.StateHostQueued); err != nil {
 		log.Fatal(err)
 	}
 
@@ -54,7 +55,7 @@ func ExampleMailbox() {
 	}
 	count, _ := mb.Acknowledge([]mailbox.Receipt{recs[0].Receipt()})
 	fmt.Println("acknowledged", count)
-	n, _ = mb.Reserve()
+	n, _ = mb.Reserve(context.Background())
 	fmt.Println("notice after acknowledging:", n)
 	// Output:
 	// [host_queued] m1 from alice

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/interlink-go/interlink/internal/identity"
@@ -60,6 +61,11 @@ type Record struct {
 	// SupersededBy is the msg_id of the progress message that replaced this
 	// one, or empty when it is not superseded.
 	SupersededBy string
+
+	// raw is the JSON of Message as stored, when known. A message never
+	// changes once retained, so the file is written with these bytes
+	// instead of encoding every message again.
+	raw []byte
 }
 
 // Unread reports whether r still waits to be consumed: it is neither
@@ -101,21 +107,80 @@ type Notice struct {
 	Attempt int
 }
 
-// document is the decoded mailbox file.
+// Tombstone is what the mailbox keeps of a message that is no longer
+// unread: enough to recognise a redelivered copy (sender and msg_id), to
+// know when the copy could no longer pass the trust gate (the signed
+// time), and, for progress, enough to keep coalescing late updates. The
+// text is gone.
+type Tombstone struct {
+	Sender string
+	MsgID  string
+	// TS is the signed time of the message, Unix milliseconds.
+	TS uint64
+	// Acknowledged is set once the message was consumed.
+	Acknowledged bool
+	// SupersededBy is the msg_id of the progress message that replaced
+	// this one, or empty.
+	SupersededBy string
+	// TaskID, Status and ReplyTo are kept for task updates and final
+	// statuses only, the messages progress coalescing compares.
+	TaskID  string
+	Status  identity.Status
+	ReplyTo string
+}
+
+// Receipt returns the receipt that names the message of t.
+func (t *Tombstone) Receipt() Receipt { return Receipt{Sender: t.Sender, MsgID: t.MsgID} }
+
+// State returns the state message_status shows for t.
+func (t *Tombstone) State() State {
+	if t.Acknowledged {
+		return StateAcknowledged
+	}
+	return StateStored
+}
+
+// tombstoneOf returns the tombstone of r.
+func tombstoneOf(r *Record) Tombstone {
+	m := &r.Message
+	t := Tombstone{Sender: m.From, MsgID: m.MsgID, TS: m.TS, Acknowledged: r.State == StateAcknowledged,
+		SupersededBy: r.SupersededBy}
+	if m.TaskID != "" && (m.Status == identity.StatusUpdate || m.Status.Terminal()) {
+		t.TaskID, t.Status, t.ReplyTo = m.TaskID, m.Status, m.ReplyTo
+	}
+	return t
+}
+
+// document is the decoded mailbox file, and, while the file lock is held,
+// the tombstones beside it.
 type document struct {
-	records []Record
+	records []Record // unread records, in arrival order
 	notice  *Notice
+	// legacy holds what a file of the earlier shape kept as consumed or
+	// superseded records; the next write moves them to the tombstone log.
+	legacy []Tombstone
+
+	// tombs is the tombstone log; set only under the file lock, and only
+	// read through it. added collects the tombstones a change adds or
+	// updates, appended to the log before the file is written.
+	tombs *tombLog
+	added []Tombstone
 }
 
-// fileRecord and fileNotice fix the key order of the file and how empty
+// clone returns a copy of the file part of d that can be changed without
+// changing d.
+func (d *document) clone() document {
+	c := document{records: slices.Clone(d.records), legacy: slices.Clone(d.legacy)}
+	if d.notice != nil {
+		n := *d.notice
+		n.Messages = slices.Clone(n.Messages)
+		c.notice = &n
+	}
+	return c
+}
+
+// fileNotice fixes the key order of the notice and how empty
 // values are written.
-type fileRecord struct {
-	Message      identity.Message `json:"message"`
-	Peer         string           `json:"peer"`
-	State        State            `json:"state"`
-	SupersededBy *string          `json:"superseded_by"`
-}
-
 type fileNotice struct {
 	ID       string      `json:"id"`
 	State    State       `json:"state"`
@@ -125,15 +190,43 @@ type fileNotice struct {
 }
 
 // encodeRecords returns the JSON array of records as the file stores it.
+//
+// It writes the JSON by hand, with each message's stored bytes where they
+// are known: a full mailbox is rewritten by every acknowledgement.
 func encodeRecords(recs []Record) ([]byte, error) {
-	out := make([]fileRecord, len(recs))
-	for i, r := range recs {
-		out[i] = fileRecord{Message: r.Message, Peer: r.Peer, State: r.State}
-		if r.SupersededBy != "" {
-			out[i].SupersededBy = &r.SupersededBy
-		}
+	n := 2
+	for i := range recs {
+		n += len(recs[i].raw) + len(recs[i].Message.Text) + 128
 	}
-	return identity.Marshal(out)
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i := range recs {
+		r := &recs[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		raw := r.raw
+		if len(raw) == 0 {
+			var err error
+			if raw, err = r.Message.MarshalJSON(); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, `{"message":`...)
+		out = append(out, raw...)
+		out = append(out, `,"peer":`...)
+		out = identity.AppendString(out, r.Peer)
+		out = append(out, `,"state":`...)
+		out = identity.AppendString(out, string(r.State))
+		out = append(out, `,"superseded_by":`...)
+		if r.SupersededBy == "" {
+			out = append(out, "null"...)
+		} else {
+			out = identity.AppendString(out, r.SupersededBy)
+		}
+		out = append(out, '}')
+	}
+	return append(out, ']'), nil
 }
 
 // encode returns the whole file for records already encoded by
@@ -151,14 +244,41 @@ func encode(records []byte, n *Notice) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(records) + len(notice) + 24)
-	buf.WriteString(`{"records":`)
-	buf.Write(records)
-	buf.WriteString(`,"notice":`)
-	buf.Write(notice)
-	buf.WriteString("}")
-	return buf.Bytes(), nil
+	out := make([]byte, 0, len(records)+len(notice)+32)
+	out = append(out, `{"records":`...)
+	out = append(out, records...)
+	out = append(out, `,"notice":`...)
+	out = append(out, notice...)
+	out = append(out, '}')
+	return out, nil
+}
+
+// appendTombstone appends t as one line of the tombstone log. It is
+// written by hand because a compaction writes a day's worth of them.
+func appendTombstone(out []byte, t *Tombstone) []byte {
+	out = append(out, `{"sender":`...)
+	out = identity.AppendString(out, t.Sender)
+	out = append(out, `,"msg_id":`...)
+	out = identity.AppendString(out, t.MsgID)
+	out = append(out, `,"ts":`...)
+	out = strconv.AppendUint(out, t.TS, 10)
+	if t.Acknowledged {
+		out = append(out, `,"acknowledged":true`...)
+	}
+	if t.SupersededBy != "" {
+		out = append(out, `,"superseded_by":`...)
+		out = identity.AppendString(out, t.SupersededBy)
+	}
+	if t.TaskID != "" {
+		out = append(out, `,"task_id":`...)
+		out = identity.AppendString(out, t.TaskID)
+		out = append(out, `,"status":`...)
+		out = identity.AppendString(out, string(t.Status))
+		out = append(out, `,"reply_to":`...)
+		out = identity.AppendString(out, t.ReplyTo)
+	}
+	out = append(out, '}')
+	return append(out, '\n')
 }
 
 // object is a decoded JSON object whose values are checked one by one, so
@@ -248,6 +368,17 @@ type readDoc struct {
 	Notice  json.RawMessage `json:"notice"`
 }
 
+type readTombstone struct {
+	Sender       *string `json:"sender"`
+	MsgID        *string `json:"msg_id"`
+	TS           *uint64 `json:"ts"`
+	Acknowledged bool    `json:"acknowledged"`
+	SupersededBy string  `json:"superseded_by"`
+	TaskID       string  `json:"task_id"`
+	Status       string  `json:"status"`
+	ReplyTo      string  `json:"reply_to"`
+}
+
 type readRecord struct {
 	Message      json.RawMessage `json:"message"`
 	Peer         *string         `json:"peer"`
@@ -270,6 +401,12 @@ func decodeDocument(data []byte) (document, error) {
 		if err != nil {
 			return document{}, fmt.Errorf("records[%d]: %v", i, err)
 		}
+		if !r.Unread() {
+			// Files written before tombstones, or by the original
+			// implementation, keep consumed and superseded records whole.
+			d.legacy = append(d.legacy, tombstoneOf(&r))
+			continue
+		}
 		d.records = append(d.records, r)
 	}
 	if raw := f.Notice; len(raw) > 0 && !isNull(raw) {
@@ -288,6 +425,7 @@ func decodeRecord(f *readRecord) (Record, error) {
 	}
 	var r Record
 	var err error
+	r.raw = f.Message
 	if r.Message, err = identity.DecodeMessage(f.Message); err != nil {
 		return Record{}, err
 	}
@@ -305,6 +443,31 @@ func decodeRecord(f *readRecord) (Record, error) {
 		r.SupersededBy = *f.SupersededBy
 	}
 	return r, nil
+}
+
+// decodeTombstone decodes one line of the tombstone log.
+func decodeTombstone(line []byte) (Tombstone, error) {
+	var f readTombstone
+	if err := json.Unmarshal(line, &f); err != nil {
+		return Tombstone{}, err
+	}
+	switch {
+	case f.Sender == nil:
+		return Tombstone{}, fmt.Errorf("missing sender")
+	case f.MsgID == nil:
+		return Tombstone{}, fmt.Errorf("missing msg_id")
+	case f.TS == nil:
+		return Tombstone{}, fmt.Errorf("missing ts")
+	}
+	t := Tombstone{Sender: *f.Sender, MsgID: *f.MsgID, TS: *f.TS, Acknowledged: f.Acknowledged,
+		SupersededBy: f.SupersededBy, TaskID: f.TaskID, Status: identity.Status(f.Status), ReplyTo: f.ReplyTo}
+	if !t.Status.Valid() {
+		return Tombstone{}, fmt.Errorf("unknown status %q", f.Status)
+	}
+	if !t.Acknowledged && t.SupersededBy == "" {
+		return Tombstone{}, fmt.Errorf("neither acknowledged nor superseded")
+	}
+	return t, nil
 }
 
 func decodeNotice(raw json.RawMessage) (Notice, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,9 +44,30 @@ func TestFileShape(t *testing.T) {
 	if diff := cmp.Diff([]string{"notice", "records"}, keysOf(top)); diff != "" {
 		t.Errorf("top-level keys (-want +got):\n%s", diff)
 	}
+	// u1 was superseded by u2: it is a line of the tombstone log beside
+	// the file, without its text.
+	logData, err := os.ReadFile(strings.TrimSuffix(f.mb.Path(), ".json") + ".tombstones.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(logData), "\n"), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("tombstone log %q, want one line", logData)
+	}
+	var tomb map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &tomb); err != nil {
+		t.Fatal(err)
+	}
+	wantTomb := map[string]any{
+		"sender": f.alice.Public().String(), "msg_id": "u1", "ts": float64(identity.Millis(baseTime)),
+		"superseded_by": "u2", "task_id": "t", "status": "update", "reply_to": "",
+	}
+	if diff := cmp.Diff(wantTomb, tomb); diff != "" {
+		t.Errorf("tombstone (-want +got):\n%s", diff)
+	}
 	recs := top["records"].([]any)
-	if len(recs) != 3 {
-		t.Fatalf("%d records, want 3", len(recs))
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
 	}
 	for i, r := range recs {
 		rec := r.(map[string]any)
@@ -59,10 +81,7 @@ func TestFileShape(t *testing.T) {
 			t.Errorf("record %d: message has no msg_id", i)
 		}
 	}
-	if got := recs[0].(map[string]any)["superseded_by"]; got != "u2" {
-		t.Errorf("u1 superseded_by = %v, want u2", got)
-	}
-	if got, ok := recs[1].(map[string]any)["superseded_by"]; !ok || got != nil {
+	if got, ok := recs[0].(map[string]any)["superseded_by"]; !ok || got != nil {
 		t.Errorf("u2 superseded_by = %v, want null", got)
 	}
 	notice := top["notice"].(map[string]any)
@@ -150,13 +169,13 @@ func TestCorruptFileIsErrorAndUntouched(t *testing.T) {
 			}
 			m := f.message(t, msg{id: "m1"})
 			ops := map[string]func() error{
-				"Retain":      func() error { _, err := f.mb.Retain(m, "alice"); return err },
+				"Retain":      func() error { _, err := f.mb.Retain(bg, m, "alice"); return err },
 				"Receive":     func() error { _, err := f.mb.Receive(0); return err },
 				"Records":     func() error { _, err := f.mb.Records(); return err },
 				"Acknowledge": func() error { _, err := f.mb.Acknowledge([]Receipt{receipt(m)}); return err },
 				"History":     func() error { _, err := f.mb.History("alice", 0, true); return err },
-				"Reserve":     func() error { _, err := f.mb.Reserve(); return err },
-				"Finish":      func() error { return f.mb.Finish("a", StateHostQueued) },
+				"Reserve":     func() error { _, err := f.mb.Reserve(bg); return err },
+				"Finish":      func() error { return f.mb.Finish(bg, "a", StateHostQueued) },
 			}
 			for name, op := range ops {
 				if err := op(); !errors.Is(err, ErrCorrupt) {
@@ -189,6 +208,7 @@ func FuzzDecode(f *testing.F) {
 		`"notice":{"id":"0a1b2c3d","state":"host_queued","messages":[["A","m1"]],"retry_at":1700000030000,"attempt":4}}`))
 	f.Add([]byte(`{"records":[],"notice":{"id":"x","state":"preparing","messages":[]}}`))
 	f.Add([]byte(`{"records":[{"message":{"from":"A","to":"B","text":"<i>","ts":1,"msg_id":"","sig":"","status":"update","task_id":"t"},"peer":"","state":"receiver_acknowledged","superseded_by":""}]}`))
+
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := decode(data, true)
 		if err != nil {
@@ -209,7 +229,12 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-decode of %s: %v", out, err)
 		}
-		opts := []cmp.Option{cmp.AllowUnexported(document{}), cmpopts.EquateEmpty()}
+		// What an earlier shape kept as consumed records is not written
+		// back into the file: it moves to the tombstone log.
+		d.legacy = nil
+		// A record's stored message bytes are written back as they are,
+		// so only the decoded fields are compared.
+		opts := []cmp.Option{cmp.AllowUnexported(document{}), cmpopts.IgnoreUnexported(Record{}), cmpopts.EquateEmpty()}
 		if diff := cmp.Diff(d, d2, opts...); diff != "" {
 			t.Fatalf("decode→encode→decode differs (-first +second):\n%s", diff)
 		}

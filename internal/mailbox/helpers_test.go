@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -48,6 +49,9 @@ type fixture struct {
 	nextID int
 	mb     *Mailbox
 }
+
+// bg is the context of calls that a test does not cancel.
+var bg = context.Background()
 
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
@@ -117,7 +121,7 @@ func (f *fixture) message(tb testing.TB, m msg) identity.Message {
 func (f *fixture) retain(tb testing.TB, m msg) identity.Message {
 	tb.Helper()
 	im := f.message(tb, m)
-	added, err := f.mb.Retain(im, f.peerOf(im))
+	added, err := f.mb.Retain(bg, im, f.peerOf(im))
 	if err != nil {
 		tb.Fatalf("Retain(%s): %v", m.id, err)
 	}
@@ -144,10 +148,31 @@ func (f *fixture) records(tb testing.TB) []Record {
 	return recs
 }
 
-// record returns the record with msg_id id (from any sender).
+// all returns the unread records, then a record for every tombstone that
+// carries what the tombstone keeps (sender, msg_id, time, state and
+// superseded_by; no text).
+func (f *fixture) all(tb testing.TB) []Record {
+	tb.Helper()
+	recs := f.records(tb)
+	tombs, err := f.mb.Tombstones()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range tombs {
+		recs = append(recs, Record{
+			Message:      identity.Message{From: t.Sender, MsgID: t.MsgID, TS: t.TS},
+			State:        t.State(),
+			SupersededBy: t.SupersededBy,
+		})
+	}
+	return recs
+}
+
+// record returns the record or tombstone (see all) with msg_id id, from
+// any sender.
 func (f *fixture) record(tb testing.TB, id string) Record {
 	tb.Helper()
-	for _, r := range f.records(tb) {
+	for _, r := range f.all(tb) {
 		if r.Message.MsgID == id {
 			return r
 		}

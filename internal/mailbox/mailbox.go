@@ -1,7 +1,9 @@
 package mailbox
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,20 +12,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
-// Admission bounds (see [Mailbox.Retain]).
+// Bounds (see [Mailbox.Retain]).
 const (
-	// MaxRecords is the most records a mailbox holds after admitting a
-	// message.
+	// MaxRecords is the most unread records a mailbox holds after
+	// admitting a message.
 	MaxRecords = 4096
-	// MaxRecordsBytes is the largest serialized records array, in bytes,
-	// after admitting a message.
+	// MaxRecordsBytes is the largest serialized array of unread records,
+	// in bytes, after admitting a message.
 	MaxRecordsBytes = 32 << 20
+	// MaxTombstones is the most tombstones a mailbox keeps. Beyond it the
+	// oldest go first, even inside the replay window: a copy of one of
+	// those that came back would be stored again, which only a session
+	// receiving more than this many messages a day can see.
+	MaxTombstones = 65536
 )
 
 // Options holds optional settings for [Open]. A nil *Options means defaults.
@@ -50,8 +56,21 @@ type Mailbox struct {
 	newID    func() (string, error)
 	log      *slog.Logger
 
-	mu    sync.Mutex // guards quiet
+	// tombs is the tombstone log; guarded by the file lock, not by mu.
+	tombs *tombLog
+
+	mu    sync.Mutex // guards quiet and last
 	quiet *quiet     // see [Mailbox.Reserve]; nil when unknown
+	last  *cached    // the file as this Mailbox last read or wrote it; nil when unknown
+}
+
+// cached is a decoded mailbox file together with its exact bytes. A file
+// with the same bytes decodes to the same document, so decoding it again
+// is skipped; the bytes are compared in full, never trusted by size or
+// time.
+type cached struct {
+	data []byte
+	doc  document
 }
 
 // Open returns the mailbox of the identity own and the given session under
@@ -84,6 +103,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	path := filepath.Join(stateRoot, "mailbox", own.String(), session+".json")
 	return &Mailbox{
 		path:     path,
+		tombs:    newTombLog(statefile.LockPath(path, "tombstones.jsonl")),
 		lockPath: statefile.LockPath(path, "lock"),
 		now:      o.Now,
 		newID:    o.NewID,
@@ -103,25 +123,53 @@ func (m *Mailbox) NotifierLockPath() string {
 // nowMS returns the clock in Unix milliseconds.
 func (m *Mailbox) nowMS() uint64 { return identity.Millis(m.now()) }
 
-// read decodes the current file without taking the lock.
+// read decodes the current file without taking the lock. The document it
+// returns is the caller's to change.
 func (m *Mailbox) read() (document, error) {
 	data, exists, err := statefile.Read(m.path)
 	if err != nil {
 		return document{}, fmt.Errorf("mailbox: %w", err)
 	}
+	if !exists {
+		return document{}, nil
+	}
+	m.mu.Lock()
+	last := m.last
+	m.mu.Unlock()
+	if last != nil && bytes.Equal(last.data, data) {
+		return last.doc.clone(), nil
+	}
 	d, err := decode(data, exists)
 	if err != nil {
 		return document{}, fmt.Errorf("%w (%s)", err, m.path)
 	}
+	m.remember(data, &d)
 	return d, nil
+}
+
+// remember keeps a copy of the file part of d as the document of the file
+// bytes data.
+func (m *Mailbox) remember(data []byte, d *document) {
+	c := &cached{data: data, doc: d.clone()}
+	m.mu.Lock()
+	m.last = c
+	m.mu.Unlock()
 }
 
 // update runs fn on the current document with the lock held and writes the
 // result when fn reports a change. An error from fn is returned as is and
 // nothing is written; a corrupt file is never overwritten. With admit set,
 // a result beyond the admission bounds is refused with [ErrFull].
-func (m *Mailbox) update(admit bool, fn func(d *document) (changed bool, err error)) (err error) {
-	unlock, err := statefile.Lock(m.lockPath)
+//
+// Waiting for the lock ends when ctx does; the error then wraps ctx's.
+//
+// While fn runs, d.tombs is the tombstone log, brought up to date, and the
+// tombstones fn puts in d.added are appended to it before the file is
+// written: a crash in between leaves a message both unread and tombstoned,
+// which the next change resolves in favour of the tombstone, so nothing
+// already consumed is shown as new after a redelivery.
+func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (changed bool, err error)) (err error) {
+	unlock, err := statefile.LockContext(ctx, m.lockPath)
 	if err != nil {
 		return fmt.Errorf("mailbox: %w", err)
 	}
@@ -134,66 +182,108 @@ func (m *Mailbox) update(admit bool, fn func(d *document) (changed bool, err err
 	if err != nil {
 		return err
 	}
-	changed, err := fn(&d)
-	if err != nil || !changed {
+	if err := m.tombs.refresh(); err != nil {
 		return err
 	}
+	d.tombs = m.tombs
+	// Move what an earlier file kept whole to the log first, and drop
+	// records the log already has (see above).
+	migrate := len(d.legacy) > 0
+	if migrate {
+		if err := m.tombs.add(d.legacy); err != nil {
+			return err
+		}
+		d.legacy = nil
+	}
+	n := len(d.records)
+	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
+		_, gone := m.tombs.get(r.Receipt())
+		return gone
+	})
+	migrate = migrate || len(d.records) != n
+
+	changed, err := fn(&d)
+	if err != nil {
+		return err
+	}
+	if !changed && !migrate && len(d.added) == 0 {
+		return nil
+	}
 	if admit && len(d.records) > MaxRecords {
-		return fmt.Errorf("%w (%d records, limit %d)", ErrFull, len(d.records), MaxRecords)
+		return fmt.Errorf("%w (%d unread records, limit %d)", ErrFull, len(d.records), MaxRecords)
 	}
 	records, err := encodeRecords(d.records)
 	if err != nil {
 		return fmt.Errorf("mailbox: encode: %w", err)
 	}
 	if admit && len(records) > MaxRecordsBytes {
-		return fmt.Errorf("%w (%d bytes of records, limit %d)", ErrFull, len(records), MaxRecordsBytes)
+		return fmt.Errorf("%w (%d bytes of unread records, limit %d)", ErrFull, len(records), MaxRecordsBytes)
 	}
 	data, err := encode(records, d.notice)
 	if err != nil {
 		return fmt.Errorf("mailbox: encode: %w", err)
 	}
+	if err := m.tombs.add(d.added); err != nil {
+		return err
+	}
+	if err := m.tombs.compactIfDue(m.nowMS()); err != nil {
+		m.log.Warn("mailbox: tombstone log not compacted", "err", err)
+	}
 	if err := statefile.WriteAtomic(m.path, data); err != nil {
 		return fmt.Errorf("mailbox: %w", err)
 	}
+	m.remember(data, &d)
 	return nil
 }
 
 // Retain commits a verified inbound message msg from the sender known
-// locally as peer. It reports added false, with no change to the file, when
-// a record with the same sender (From) and msg_id already exists, so a
-// message redelivered by another relay or after a restart is stored once.
+// locally as peer. Waiting for the file lock ends when ctx does. It reports added false, with no change to the file, when
+// a record or a tombstone with the same sender (From) and msg_id exists,
+// so a message redelivered by another relay or after a restart is stored
+// once.
 //
 // Otherwise, under the lock, it
-//  1. prunes records that are no longer unread and whose message timestamp
-//     is more than [gate.MaxPast] before now (unread records are never
-//     pruned; tombstones live as long as the gate would accept a replay),
+//  1. prunes tombstones whose message timestamp is more than
+//     [gate.MaxPast] before now (they live as long as the gate would
+//     accept a replay; unread records are never pruned),
 //  2. coalesces progress: when msg has a task_id and its status is update
-//     or terminal, every earlier record with the same From, the same
-//     reply_to (both empty or equal) and the same task_id is compared with
-//     it. An incoming update is born superseded by an earlier terminal
-//     record or by an earlier update with a newer timestamp, so late
-//     progress never hides a finished or newer state; an earlier update not
-//     yet superseded is superseded by an incoming terminal message or by an
-//     incoming update at least as new. needs_input, plain messages and
-//     messages without a task_id are never coalesced, and neither is a
-//     message with an empty msg_id, which superseded_by could not name,
-//  3. appends the record in state [StateStored] and writes the file.
+//     or terminal, every earlier record or tombstone with the same From,
+//     the same reply_to (both empty or equal) and the same task_id is
+//     compared with it. An incoming update is born superseded by an
+//     earlier terminal message or by an earlier update with a newer
+//     timestamp, so late progress never hides a finished or newer state;
+//     an earlier unread update is superseded by an incoming terminal
+//     message or by an incoming update at least as new, and becomes a
+//     tombstone. needs_input, plain messages and messages without a
+//     task_id are never coalesced, and neither is a message with an empty
+//     msg_id, which superseded_by could not name,
+//  3. appends the record in state [StateStored] (or, born superseded, its
+//     tombstone) and writes the file.
 //
-// If the result would exceed [MaxRecords] records or [MaxRecordsBytes]
-// bytes of records, Retain fails with [ErrFull] and changes nothing: the
-// caller must leave the message on the broker.
-func (m *Mailbox) Retain(msg identity.Message, peer string) (added bool, err error) {
-	now := m.nowMS()
-	err = m.update(true, func(d *document) (bool, error) {
+// If the unread records would then exceed [MaxRecords] records or
+// [MaxRecordsBytes] bytes, Retain fails with [ErrFull] and changes nothing:
+// the caller must leave the message on the broker. Tombstones do not
+// count: a session that reads what it receives is never full.
+func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string) (added bool, err error) {
+	err = m.update(ctx, true, func(d *document) (bool, error) {
 		for i := range d.records {
 			if d.records[i].Message.From == msg.From && d.records[i].Message.MsgID == msg.MsgID {
 				return false, nil
 			}
 		}
-		d.records = prune(d.records, now)
+		if _, ok := d.tombs.get(Receipt{Sender: msg.From, MsgID: msg.MsgID}); ok {
+			return false, nil
+		}
 		rec := Record{Message: msg, Peer: peer, State: StateStored}
-		coalesce(d.records, &rec)
-		d.records = append(d.records, rec)
+		if raw, err := msg.MarshalJSON(); err == nil {
+			rec.raw = raw
+		}
+		coalesce(d, &rec)
+		if rec.SupersededBy != "" {
+			d.added = append(d.added, tombstoneOf(&rec))
+		} else {
+			d.records = append(d.records, rec)
+		}
 		added = true
 		return true, nil
 	})
@@ -206,24 +296,26 @@ func (m *Mailbox) Retain(msg identity.Message, peer string) (added bool, err err
 	return added, nil
 }
 
-// prune drops the records that are not unread and whose timestamp is more
-// than gate.MaxPast before now.
-func prune(recs []Record, now uint64) []Record {
-	maxPast := uint64(gate.MaxPast.Milliseconds())
-	return slices.DeleteFunc(recs, func(r Record) bool {
-		return !r.Unread() && now > r.Message.TS && now-r.Message.TS > maxPast
-	})
-}
-
 // coalesce applies the progress rules of [Mailbox.Retain] between the
-// incoming record in and the earlier records recs.
-func coalesce(recs []Record, in *Record) {
+// incoming record in and the earlier records and tombstones of d. Records
+// it supersedes become tombstones.
+func coalesce(d *document, in *Record) {
 	im := &in.Message
 	if im.TaskID == "" || im.MsgID == "" || !(im.Status == identity.StatusUpdate || im.Status.Terminal()) {
 		return
 	}
-	for i := range recs {
-		prior := &recs[i]
+	for i := range d.tombs.list {
+		t := &d.tombs.list[i]
+		if t.Sender != im.From || t.ReplyTo != im.ReplyTo || t.TaskID != im.TaskID || t.MsgID == "" {
+			continue
+		}
+		if im.Status == identity.StatusUpdate && (t.Status.Terminal() || (t.Status == identity.StatusUpdate && t.TS > im.TS)) {
+			in.SupersededBy = t.MsgID
+		}
+	}
+	superseded := false
+	for i := range d.records {
+		prior := &d.records[i]
 		pm := &prior.Message
 		if pm.From != im.From || pm.ReplyTo != im.ReplyTo || pm.TaskID != im.TaskID || pm.MsgID == "" {
 			continue
@@ -235,8 +327,24 @@ func coalesce(recs []Record, in *Record) {
 		if pm.Status == identity.StatusUpdate && prior.SupersededBy == "" &&
 			(im.Status.Terminal() || pm.TS <= im.TS) {
 			prior.SupersededBy = im.MsgID
+			superseded = true
 		}
 	}
+	if superseded {
+		retire(d)
+	}
+}
+
+// retire turns every record of d that is no longer unread into a
+// tombstone, keeping the order of the rest.
+func retire(d *document) {
+	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
+		if r.Unread() {
+			return false
+		}
+		d.added = append(d.added, tombstoneOf(&r))
+		return true
+	})
 }
 
 // Receive returns the unread records in file order, with every record that
@@ -265,16 +373,36 @@ func (m *Mailbox) Receive(limit int) ([]Record, error) {
 	return out, nil
 }
 
-// Records returns every record in file order, in any state, without taking
-// the lock.
+// Records returns the unread records in file order, without taking the
+// lock. Messages that are no longer unread are tombstones: see
+// [Mailbox.Tombstones].
 func (m *Mailbox) Records() ([]Record, error) {
 	d, err := m.read()
 	return d.records, err
 }
 
-// Acknowledge marks the records named by receipts as consumed
-// ([StateAcknowledged]), superseded ones included, and returns how many were
-// not acknowledged before. Unknown and repeated receipts change nothing, so
+// Tombstones returns the tombstones in the order the messages stopped
+// being unread. It takes the file lock, since the tombstone log is read
+// incrementally under it.
+func (m *Mailbox) Tombstones() (out []Tombstone, err error) {
+	unlock, err := statefile.Lock(m.lockPath)
+	if err != nil {
+		return nil, fmt.Errorf("mailbox: %w", err)
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("mailbox: %w", uerr)
+		}
+	}()
+	if err := m.tombs.refresh(); err != nil {
+		return nil, err
+	}
+	return slices.Clone(m.tombs.list), nil
+}
+
+// Acknowledge marks the messages named by receipts as consumed, superseded
+// ones included, and returns how many were not acknowledged before. A
+// consumed record becomes a tombstone: its text is gone from then on. Unknown and repeated receipts change nothing, so
 // acknowledging is idempotent, also across processes: two concurrent
 // acknowledgements of one record count it once in total.
 //
@@ -287,7 +415,7 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 		want[r] = true
 	}
 	var n int
-	err := m.update(false, func(d *document) (bool, error) {
+	err := m.update(context.Background(), false, func(d *document) (bool, error) {
 		n = 0
 		for i := range d.records {
 			r := &d.records[i]
@@ -296,6 +424,14 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 				n++
 			}
 		}
+		for r := range want {
+			if t, ok := d.tombs.get(r); ok && !t.Acknowledged {
+				t.Acknowledged = true
+				d.added = append(d.added, t)
+				n++
+			}
+		}
+		retire(d)
 		cleared := clearCovered(d)
 		return n > 0 || cleared, nil
 	})
@@ -325,8 +461,8 @@ func clearCovered(d *document) bool {
 }
 
 // History returns the inbound half of the conversation with peer: every
-// record whose stored petname equals peer, in any state (acknowledged and
-// superseded included), sorted by message timestamp and then msg_id, newest
+// unread record whose stored petname equals peer (consumed and superseded
+// messages are tombstones, without text), sorted by message timestamp and then msg_id, newest
 // last, keeping the last limit of them; limit <= 0 means all.
 //
 // With consume set, exactly the returned records are acknowledged in the
@@ -345,7 +481,7 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 		return history(d.records, peer, limit), nil
 	}
 	var out []Record
-	err := m.update(false, func(d *document) (bool, error) {
+	err := m.update(context.Background(), false, func(d *document) (bool, error) {
 		out = history(d.records, peer, limit)
 		kept := make(map[Receipt]bool, len(out))
 		for i := range out {
@@ -360,6 +496,7 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 				changed = true
 			}
 		}
+		retire(d)
 		if clearCovered(d) {
 			changed = true
 		}

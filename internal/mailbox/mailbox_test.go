@@ -49,7 +49,7 @@ func TestRetainDuplicateIsNoOpAcrossHandles(t *testing.T) {
 	}
 	other := f.open(t)
 	m.Text = "a different body with the same id"
-	added, err := other.Retain(m, "alice")
+	added, err := other.Retain(bg, m, "alice")
 	if err != nil || added {
 		t.Fatalf("second Retain = %v, %v; want false, nil", added, err)
 	}
@@ -64,7 +64,7 @@ func TestRetainDuplicateIsNoOpAcrossHandles(t *testing.T) {
 	}
 }
 
-func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
+func TestRetainPrunesTombstonesOlderThan24h(t *testing.T) {
 	f := newFixture(t)
 	read := f.retain(t, msg{id: "read-old"})
 	f.retain(t, msg{id: "unread-old"})
@@ -77,8 +77,9 @@ func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
 
 	f.clock.Set(baseTime.Add(24*time.Hour + time.Millisecond))
 	f.retain(t, msg{id: "new", ts: 24 * time.Hour})
-	want := []string{"unread-old", "up-new", "read-recent", "new"}
-	if diff := cmp.Diff(want, ids(f.records(t))); diff != "" {
+	// Unread records first, then the tombstones.
+	want := []string{"unread-old", "up-new", "new", "read-recent"}
+	if diff := cmp.Diff(want, ids(f.all(t))); diff != "" {
 		t.Errorf("records after prune (-want +got):\n%s", diff)
 	}
 
@@ -88,7 +89,7 @@ func TestRetainPrunesReadRecordsOlderThan24h(t *testing.T) {
 	f.mb.Acknowledge([]Receipt{receipt(read)})
 	f.clock.Set(baseTime.Add(24 * time.Hour))
 	f.retain(t, msg{id: "new"})
-	if diff := cmp.Diff([]string{"edge", "new"}, ids(f.records(t))); diff != "" {
+	if diff := cmp.Diff([]string{"new", "edge"}, ids(f.all(t))); diff != "" {
 		t.Errorf("records at the 24 h edge (-want +got):\n%s", diff)
 	}
 }
@@ -206,7 +207,7 @@ func TestRetainCoalescing(t *testing.T) {
 				f.retain(t, m)
 			}
 			got := map[string]string{}
-			for _, r := range f.records(t) {
+			for _, r := range f.all(t) {
 				got[r.Message.MsgID] = r.SupersededBy
 				if r.State != StateStored {
 					t.Errorf("%s: state %s, want %s", r.Message.MsgID, r.State, StateStored)
@@ -345,7 +346,7 @@ func TestRetainConcurrentHandlesLoseNothing(t *testing.T) {
 		h := f.open(t)
 		wg.Go(func() {
 			for _, m := range msgs {
-				if _, err := h.Retain(m, "alice"); err != nil {
+				if _, err := h.Retain(bg, m, "alice"); err != nil {
 					t.Error(err)
 				}
 			}
@@ -392,7 +393,7 @@ func TestRetainRecordCap(t *testing.T) {
 	before, _ := os.ReadFile(f.mb.Path())
 
 	extra := f.message(t, msg{id: "one-too-many"})
-	added, err := f.mb.Retain(extra, "alice")
+	added, err := f.mb.Retain(bg, extra, "alice")
 	if !errors.Is(err, ErrFull) || added {
 		t.Fatalf("Retain of record %d = %v, %v; want ErrFull", MaxRecords+1, added, err)
 	}
@@ -404,12 +405,12 @@ func TestRetainRecordCap(t *testing.T) {
 		t.Error("refused Retain changed the file")
 	}
 	// A duplicate is still recognized on a full mailbox.
-	if added, err := f.mb.Retain(f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+	if added, err := f.mb.Retain(bg, f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
 		t.Errorf("duplicate Retain on a full mailbox = %v, %v", added, err)
 	}
 
 	// Draining works on a full mailbox, and a notice can still be written.
-	if _, err := f.mb.Reserve(); err != nil {
+	if _, err := f.mb.Reserve(bg); err != nil {
 		t.Fatalf("Reserve on a full mailbox: %v", err)
 	}
 	all, err := f.mb.Receive(0)
@@ -423,16 +424,26 @@ func TestRetainRecordCap(t *testing.T) {
 	if n, err := f.mb.Acknowledge(receipts); err != nil || n != MaxRecords {
 		t.Fatalf("Acknowledge on a full mailbox = %d, %v; want %d", n, err, MaxRecords)
 	}
-	// Acknowledged records still count until they age out of the window.
-	if _, err := f.mb.Retain(extra, "alice"); !errors.Is(err, ErrFull) {
-		t.Fatalf("Retain before tombstones aged = %v, want ErrFull", err)
+	// Acknowledged messages are tombstones, which do not count: there is
+	// room at once, and the tombstones still catch a copy.
+	if added, err := f.mb.Retain(bg, extra, "alice"); err != nil || !added {
+		t.Fatalf("Retain right after acknowledging everything = %v, %v", added, err)
 	}
+	if added, err := f.mb.Retain(bg, f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
+		t.Errorf("a copy of an acknowledged message = %v, %v; want it dropped", added, err)
+	}
+	tombs, err := f.mb.Tombstones()
+	if err != nil || len(tombs) != MaxRecords {
+		t.Fatalf("%d tombstones, %v; want %d", len(tombs), err, MaxRecords)
+	}
+	// Past the replay window the tombstones go.
 	f.clock.Add(25 * time.Hour)
-	if added, err := f.mb.Retain(extra, "alice"); err != nil || !added {
-		t.Fatalf("Retain after tombstones aged = %v, %v", added, err)
+	f.retain(t, msg{id: "next day"})
+	if tombs, _ := f.mb.Tombstones(); len(tombs) != 0 {
+		t.Errorf("%d tombstones after a day, want none", len(tombs))
 	}
-	if n := len(f.records(t)); n != 1 {
-		t.Errorf("%d records after pruning, want 1", n)
+	if n := len(f.records(t)); n != 2 {
+		t.Errorf("%d unread records, want 2", n)
 	}
 }
 
@@ -443,7 +454,7 @@ func TestRetainUnreadRecordsNeverPrunedWhenFull(t *testing.T) {
 	f := newFixture(t)
 	writeRecords(t, f, MaxRecords)
 	f.clock.Add(48 * time.Hour)
-	if _, err := f.mb.Retain(f.message(t, msg{id: "new", ts: 48 * time.Hour}), "alice"); !errors.Is(err, ErrFull) {
+	if _, err := f.mb.Retain(bg, f.message(t, msg{id: "new", ts: 48 * time.Hour}), "alice"); !errors.Is(err, ErrFull) {
 		t.Fatalf("Retain = %v, want ErrFull", err)
 	}
 	if n := len(f.records(t)); n != MaxRecords {
@@ -461,7 +472,7 @@ func TestRetainByteCap(t *testing.T) {
 	// Retain does not verify signatures, so the body is swapped in unsigned.
 	big := f.message(t, msg{id: "big"})
 	big.Text = strings.Repeat("a", MaxRecordsBytes)
-	if _, err := f.mb.Retain(big, "alice"); !errors.Is(err, ErrFull) {
+	if _, err := f.mb.Retain(bg, big, "alice"); !errors.Is(err, ErrFull) {
 		t.Fatalf("Retain of a 32 MiB body = %v, want ErrFull", err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
@@ -486,12 +497,13 @@ func TestHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sorted by ts then msg_id; acknowledged and superseded included.
-	if diff := cmp.Diff([]string{"a", "b", "u1", "q", "u2"}, ids(got)); diff != "" {
+	// Sorted by ts then msg_id; acknowledged and superseded messages are
+	// tombstones without text, so they are left out.
+	if diff := cmp.Diff([]string{"a", "b", "u2"}, ids(got)); diff != "" {
 		t.Errorf("History (-want +got):\n%s", diff)
 	}
 	got, _ = f.mb.History("alice", 2, false)
-	if diff := cmp.Diff([]string{"q", "u2"}, ids(got)); diff != "" {
+	if diff := cmp.Diff([]string{"b", "u2"}, ids(got)); diff != "" {
 		t.Errorf("History limit 2 (-want +got):\n%s", diff)
 	}
 	if r := f.record(t, "b"); r.State != StateStored {
@@ -507,7 +519,7 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 	f.retain(t, msg{id: "q1", task: "t", status: identity.StatusNeedsInput})
 	f.retain(t, msg{id: "q2", task: "t", status: identity.StatusNeedsInput, ts: time.Second})
 	f.retain(t, msg{id: "bob1", from: f.bob, ts: 2 * time.Second})
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
 		t.Fatalf("Reserve = %v, %v", n, err)
 	}
@@ -544,21 +556,21 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 func TestRestartRecovery(t *testing.T) {
 	f := newFixture(t)
 	m := f.retain(t, msg{id: "m1"})
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
 		t.Fatalf("Reserve = %v, %v", n, err)
 	}
-	if err := f.mb.Finish(n.ID, StateHostQueued); err != nil {
+	if err := f.mb.Finish(bg, n.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := f.mb.Acknowledge([]Receipt{receipt(m)}); err != nil || c != 1 {
 		t.Fatalf("Acknowledge = %d, %v", c, err)
 	}
 	again := f.open(t)
-	if added, err := again.Retain(m, "alice"); err != nil || added {
+	if added, err := again.Retain(bg, m, "alice"); err != nil || added {
 		t.Fatalf("Retain after reopening = %v, %v; want a no-op", added, err)
 	}
-	if n, err := again.Reserve(); err != nil || n != nil {
+	if n, err := again.Reserve(bg); err != nil || n != nil {
 		t.Fatalf("Reserve after reopening = %+v, %v; want none", n, err)
 	}
 	if r := f.record(t, "m1"); r.State != StateAcknowledged {

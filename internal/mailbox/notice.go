@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,14 +47,14 @@ func noticeDelay(attempt int) uint64 {
 // the moment something could next fall due (the current notice's expiry);
 // until then, for at most [quietMax], a call that finds the file unchanged
 // returns nil at the cost of one stat, without reading it.
-func (m *Mailbox) Reserve() (*Notice, error) {
+func (m *Mailbox) Reserve(ctx context.Context) (*Notice, error) {
 	now := m.nowMS()
 	if m.stillQuiet(now) {
 		return nil, nil
 	}
 	var out *Notice
 	var q *quiet
-	err := m.update(false, func(d *document) (bool, error) {
+	err := m.update(ctx, false, func(d *document) (bool, error) {
 		var msgs []Receipt
 		for i := range d.records {
 			if d.records[i].attention() {
@@ -115,11 +116,11 @@ func (m *Mailbox) Reserve() (*Notice, error) {
 // notice, the notice and each of its messages that is still unread take
 // that state; otherwise a newer notice has replaced it (or it was cleared)
 // and Finish changes nothing.
-func (m *Mailbox) Finish(id string, state State) error {
+func (m *Mailbox) Finish(ctx context.Context, id string, state State) error {
 	if !state.handoff() {
 		return fmt.Errorf("mailbox: finish: %q is not a handoff state", state)
 	}
-	return m.update(false, func(d *document) (bool, error) {
+	return m.update(ctx, false, func(d *document) (bool, error) {
 		if d.notice == nil || d.notice.ID != id {
 			return false, nil
 		}

@@ -15,7 +15,7 @@ import (
 // reserve calls Reserve and fails the test on an error.
 func (f *fixture) reserve(tb testing.TB) *Notice {
 	tb.Helper()
-	n, err := f.mb.Reserve()
+	n, err := f.mb.Reserve(bg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestReserveEmptyAttentionSetClearsStaleNotice(t *testing.T) {
 		t.Fatal("no notice for an unread message")
 	}
 	// Consume the message behind the mailbox's back: the notice is stale.
-	f.mb.update(false, func(d *document) (bool, error) {
+	f.mb.update(bg, false, func(d *document) (bool, error) {
 		d.records[0].State = StateAcknowledged
 		return true, nil
 	})
@@ -95,13 +95,13 @@ func TestReserveBackoffSequence(t *testing.T) {
 		// Each handoff outcome leaves the notice to expire the same way.
 		states := []State{StatePreparing, StateInboxQueued, StateNotificationSent, StateHostQueued, StateDeliveryFailed}
 		if s := states[i%len(states)]; s != StatePreparing {
-			if err := f.mb.Finish(n.ID, s); err != nil {
+			if err := f.mb.Finish(bg, n.ID, s); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Nothing new until retry_at, from this or a reopened handle.
 		f.clock.Add(d - time.Millisecond)
-		if again, err := f.open(t).Reserve(); err != nil || again != nil {
+		if again, err := f.open(t).Reserve(bg); err != nil || again != nil {
 			t.Fatalf("attempt %d: Reserve 1 ms before retry_at = %+v, %v", i, again, err)
 		}
 		f.clock.Add(time.Millisecond)
@@ -183,7 +183,7 @@ func TestAcknowledgeClearsNoticeWhenCoveredConsumed(t *testing.T) {
 		t.Errorf("covered (-want +got):\n%s", diff)
 	}
 	// A finish for the old id leaves the new notice alone.
-	if err := f.mb.Finish(first.ID, StateHostQueued); err != nil {
+	if err := f.mb.Finish(bg, first.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(n, f.notice(t)); diff != "" {
@@ -201,23 +201,23 @@ func TestFinish(t *testing.T) {
 	f.mb.Acknowledge([]Receipt{receipt(a)})
 
 	before, _ := os.ReadFile(f.mb.Path())
-	if err := f.mb.Finish("stale-id", StateHostQueued); err != nil {
+	if err := f.mb.Finish(bg, "stale-id", StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
 	if string(before) != string(after) {
 		t.Error("Finish with a stale id changed the file")
 	}
-	if err := f.mb.Finish(n.ID, "receiver_acknowledged"); err == nil {
+	if err := f.mb.Finish(bg, n.ID, "receiver_acknowledged"); err == nil {
 		t.Error("Finish accepted a non-handoff state")
 	}
 
-	if err := f.mb.Finish(n.ID, StateNotificationSent); err != nil {
+	if err := f.mb.Finish(bg, n.ID, StateNotificationSent); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]State{"a": StateAcknowledged, "b": StateNotificationSent, "u": StateStored, "late": StateStored}
 	got := map[string]State{}
-	for _, r := range f.records(t) {
+	for _, r := range f.all(t) {
 		got[r.Message.MsgID] = r.State
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -270,14 +270,14 @@ func TestReserveQuietEndsOnChangeAndExpiry(t *testing.T) {
 	// Another process of the session stores a message: at the same
 	// instant, the next tick sees it.
 	other := f.open(t)
-	if _, err := other.Retain(f.message(t, msg{id: "m1"}), "alice"); err != nil {
+	if _, err := other.Retain(bg, f.message(t, msg{id: "m1"}), "alice"); err != nil {
 		t.Fatal(err)
 	}
 	first := f.reserve(t)
 	if first == nil {
 		t.Fatal("no notice for a message stored by another Mailbox after a quiet Reserve")
 	}
-	if err := f.mb.Finish(first.ID, StateInboxQueued); err != nil {
+	if err := f.mb.Finish(bg, first.ID, StateInboxQueued); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.reserve(t); n != nil {
@@ -320,11 +320,11 @@ func TestReserveQuietIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Add(quietMax*time.Millisecond - time.Millisecond)
-	if got, err := f.mb.Reserve(); err != nil || got != nil {
+	if got, err := f.mb.Reserve(bg); err != nil || got != nil {
 		t.Fatalf("Reserve within quietMax = %+v, %v; want the shortcut's nil", got, err)
 	}
 	f.clock.Add(time.Millisecond)
-	if _, err := f.mb.Reserve(); !errors.Is(err, ErrCorrupt) {
+	if _, err := f.mb.Reserve(bg); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Reserve after quietMax = %v, want ErrCorrupt from reading the file", err)
 	}
 }

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
@@ -19,11 +20,19 @@ func (printRelay) Send(_ context.Context, route string, _ []byte) error {
 	return nil
 }
 
-// A signed message is queued, delivered by Run in the background, and its
-// state read back.
+// A signed message is written to the outbox file, delivered by Run in the
+// background, and its state read back.
 func Example() {
 	signer := newSigner(7)
-	o := outbox.New([]outbox.Sender{printRelay{}}, signer, nil)
+	root, err := os.MkdirTemp("", "outbox")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(root)
+	o, err := outbox.Open(root, signer.Public(), "s0", []outbox.Sender{printRelay{}}, signer, nil)
+	if err != nil {
+		panic(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- o.Run(ctx) }()
@@ -37,11 +46,11 @@ func Example() {
 	if err := signer.SignMessage(&m); err != nil {
 		panic(err)
 	}
-	if err := o.Enqueue("KEY#s1", "self", m); err != nil {
+	if err := o.Enqueue(ctx, "KEY#s1", "self", m); err != nil {
 		panic(err)
 	}
 	for {
-		e, _ := o.Status(m.MsgID)
+		e, _, _ := o.Status(m.MsgID)
 		if e.State != outbox.StatePending {
 			fmt.Println(e.State, e.AcceptedBy)
 			break

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
@@ -62,10 +64,61 @@ func newMessage(tb testing.TB, text string, ts time.Time) identity.Message {
 	return m
 }
 
+// bg is the context of calls that a test does not cancel.
+var bg = context.Background()
+
+// newOutbox opens the outbox of the sender's session "me" in a new state
+// folder.
+func newOutbox(tb testing.TB, relays []outbox.Sender, opts *outbox.Options) *outbox.Outbox {
+	tb.Helper()
+	return openAt(tb, tb.TempDir(), relays, opts)
+}
+
+// openAt opens the outbox of the sender's session "me" under root.
+func openAt(tb testing.TB, root string, relays []outbox.Sender, opts *outbox.Options) *outbox.Outbox {
+	tb.Helper()
+	o, err := outbox.Open(root, sender.Public(), "me", relays, sender, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
+}
+
+// lookup returns the entry of id, failing the test when the file cannot be
+// read.
+func lookup(tb testing.TB, o *outbox.Outbox, id string) (outbox.Entry, bool) {
+	tb.Helper()
+	e, ok, err := o.Status(id)
+	if err != nil {
+		tb.Fatalf("Status(%s): %v", id, err)
+	}
+	return e, ok
+}
+
+// pending returns what list_pending shows, failing the test on error.
+func pending(tb testing.TB, o *outbox.Outbox) []outbox.Entry {
+	tb.Helper()
+	p, err := o.Pending()
+	if err != nil {
+		tb.Fatalf("Pending: %v", err)
+	}
+	return p
+}
+
+// logOf returns the log of peer, failing the test on error.
+func logOf(tb testing.TB, o *outbox.Outbox, peer string, limit int) []outbox.Entry {
+	tb.Helper()
+	l, err := o.Log(peer, limit)
+	if err != nil {
+		tb.Fatalf("Log: %v", err)
+	}
+	return l
+}
+
 // enqueue queues m for route and peer "bob", failing the test on error.
 func enqueue(tb testing.TB, o *outbox.Outbox, route string, m identity.Message) {
 	tb.Helper()
-	if err := o.Enqueue(route, "bob", m); err != nil {
+	if err := o.Enqueue(bg, route, "bob", m); err != nil {
 		tb.Fatalf("Enqueue(%s): %v", m.MsgID, err)
 	}
 }
@@ -90,7 +143,7 @@ func start(tb testing.TB, o *outbox.Outbox) (stop func()) {
 // status returns the entry of id, failing the test when there is none.
 func status(tb testing.TB, o *outbox.Outbox, id string) outbox.Entry {
 	tb.Helper()
-	e, ok := o.Status(id)
+	e, ok := lookup(tb, o, id)
 	if !ok {
 		tb.Fatalf("Status(%s): not found", id)
 	}
@@ -120,7 +173,8 @@ type sent struct {
 }
 
 // tracker sees the sends in flight across fake relays and counts sends of
-// one msg_id that overlap.
+// one msg_id to one relay that overlap. The relays of one attempt are asked
+// at once, so one msg_id may be in flight on several relays.
 type tracker struct {
 	mu       sync.Mutex
 	inflight map[string]bool // guarded by mu
@@ -173,8 +227,8 @@ func (f *fakeRelay) Send(ctx context.Context, route string, payload []byte) erro
 	if err != nil {
 		return fmt.Errorf("fake relay: undecodable payload: %v", err)
 	}
-	f.track.begin(m.MsgID)
-	defer f.track.end(m.MsgID)
+	f.track.begin(f.url + " " + m.MsgID)
+	defer f.track.end(f.url + " " + m.MsgID)
 	f.mu.Lock()
 	f.sends = append(f.sends, sent{route, m, bytes.Clone(payload)})
 	reply := f.reply
@@ -230,4 +284,13 @@ func (f *fakeRelay) order(route string) []string {
 		}
 	}
 	return out
+}
+
+// lockFile holds the lock at path as another process would.
+func lockFile(path string) (unlock func(), err error) {
+	l := flock.New(path)
+	if err := l.Lock(); err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Unlock() }, nil
 }

@@ -1,16 +1,22 @@
 package outbox
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // Defaults of [Options].
@@ -22,17 +28,50 @@ const (
 	// signed again before an attempt. It equals the receivers' 24-hour
 	// freshness window.
 	DefaultResignAfter = 24 * time.Hour
+	// DefaultExpireAfter is how long a message may stay pending before it
+	// is given up as [StateExpired]: three days, the time after which a
+	// relay forgets a session that stopped announcing itself, so a message
+	// still unsent by then is unlikely to find its recipient.
+	DefaultExpireAfter = 72 * time.Hour
+	// DefaultWatchEvery is how often the sending process looks for
+	// messages that another process of the session queued.
+	DefaultWatchEvery = time.Second
+	// DefaultLockRetry is how often a process that does not send for its
+	// session tries to take over.
+	DefaultLockRetry = 2 * time.Second
+	// DrainRetryEvery is the wait between attempts while [Outbox.Drain]
+	// runs: short, so a relay that comes back during a shutdown's grace
+	// period still gets the messages.
+	DrainRetryEvery = 100 * time.Millisecond
 )
 
-// MaxFinished is the most finished (accepted or rejected) entries the log
-// keeps.
-const MaxFinished = 4096
+// Bounds of the outbox file.
+const (
+	// MaxPending is the most messages a session may have pending; a
+	// message beyond it is refused with [ErrFull].
+	MaxPending = 1024
+	// MaxPendingBytes bounds the signed messages pending, in bytes of
+	// JSON, so that the file every enqueue rewrites stays small enough.
+	MaxPendingBytes = 32 << 20
+	// MaxFinished is the most finished (accepted, rejected or expired)
+	// entries the file keeps; beyond it the one that finished first goes.
+	MaxFinished = 256
+	// MaxFinishedText is the longest text, in bytes, a finished entry
+	// keeps for the log; the message itself has left the file by then.
+	MaxFinishedText = 4 << 10
+)
 
-// Errors returned by this package.
+// Errors returned by this package. Check them with [errors.Is].
 var (
 	// ErrDuplicate means a message with the same msg_id is already in the
-	// log.
+	// outbox.
 	ErrDuplicate = errors.New("outbox: duplicate msg_id")
+	// ErrFull means the session already has [MaxPending] messages, or
+	// [MaxPendingBytes] of them, waiting for a relay.
+	ErrFull = errors.New("outbox: full")
+	// ErrCorrupt means the outbox file cannot be read as an outbox. It is
+	// never overwritten: repair it or move it aside.
+	ErrCorrupt = errors.New("outbox: corrupt outbox file")
 	// ErrRunning means [Outbox.Run] was called while another Run was active.
 	ErrRunning = errors.New("outbox: already running")
 )
@@ -51,46 +90,57 @@ const (
 	// StateRejected means every relay refused the message with a permanent
 	// 4xx status; it is not tried again.
 	StateRejected State = "rejected"
+	// StateExpired means no relay accepted the message within
+	// [Options.ExpireAfter] of its queueing; it is not tried again.
+	StateExpired State = "expired"
 )
 
-// Entry is the log record of one outgoing message. The values returned by
-// [Outbox] are copies; AcceptedBy is never modified once set and may be
-// shared.
+func (s State) valid() bool {
+	switch s {
+	case StatePending, StateBusAccepted, StateRejected, StateExpired:
+		return true
+	}
+	return false
+}
+
+// Entry is the log record of one outgoing message.
 type Entry struct {
 	MsgID string
 	// Peer is the label the message was sent to, as the caller gave it.
 	Peer string
 	// Route is the destination route, key#session.
 	Route string
-	Text  string
+	// Text is what the log shows; a finished entry keeps at most
+	// [MaxFinishedText] bytes of it.
+	Text string
 	// TS is the signed timestamp, Unix milliseconds, of the message as it
 	// was queued. A re-signed copy carries a later one, not shown here.
-	TS    uint64
-	State State
-	// Attempts counts the delivery attempts made so far.
+	TS uint64
+	// QueuedAt is when the message was queued, Unix milliseconds.
+	QueuedAt uint64
+	State    State
+	// Attempts counts the delivery attempts made so far, by any process.
 	Attempts int
 	// LastError describes why the last attempt did not deliver the
 	// message: the errors of the relays, cleaned for display. For a
-	// rejected message it is the reason. It is empty once a relay accepted.
+	// rejected or expired message it is the reason. It is empty once a
+	// relay accepted.
 	LastError string
 	// AcceptedBy lists the URLs of the relays that accepted the message.
 	AcceptedBy []string
+	// FinishedAt is when the message left the pending state, Unix
+	// milliseconds; zero while pending.
+	FinishedAt uint64
 }
 
-// Sender posts payloads to one relay. [*relay.Client] implements it.
-type Sender interface {
-	// URL names the relay in the log and in [Entry.AcceptedBy].
-	URL() string
-	// Send posts payload to the queue of route. A nil error means the relay
-	// accepted it.
-	Send(ctx context.Context, route string, payload []byte) error
-}
+// Sender posts payloads to one relay; see [relay.Sender].
+type Sender = relay.Sender
 
-// Options holds the optional settings of [New]. A nil *Options, and every
+// Options holds the optional settings of [Open]. A nil *Options, and every
 // zero field, means the default.
 type Options struct {
-	// Now is the wall clock used to judge a signature's age and to
-	// re-sign. Nil means [time.Now].
+	// Now is the wall clock used to judge a signature's age, to re-sign
+	// and to expire. Nil means [time.Now].
 	Now func() time.Time
 	// RetryEvery is the wait between attempts at an undelivered message.
 	// Zero means [DefaultRetryEvery].
@@ -98,71 +148,90 @@ type Options struct {
 	// ResignAfter is the signature age after which a message is signed
 	// again before an attempt. Zero means [DefaultResignAfter].
 	ResignAfter time.Duration
+	// ExpireAfter is how long a message may stay pending. Zero means
+	// [DefaultExpireAfter].
+	ExpireAfter time.Duration
+	// WatchEvery is how often the sending process reads the file for
+	// messages other processes queued. Zero means [DefaultWatchEvery].
+	WatchEvery time.Duration
+	// LockRetry is how often Run tries to become the session's sender
+	// while another process is. Zero means [DefaultLockRetry].
+	LockRetry time.Duration
 	// Logger receives delivery events. Nil discards them.
 	Logger *slog.Logger
 }
 
-// Outbox queues outgoing messages per route and logs their state. It is
-// safe for concurrent use.
-//
-// One mutex, mu, guards the log and the queues. It is held only to read or
-// change them: never while posting to a relay, signing, or logging.
+// Outbox is the durable outbox of one identity and session. It is safe for
+// concurrent use, and any number of Outbox values, in this process or in
+// others, may share the file: the file lock orders their changes, and only
+// the one whose Run holds the sender lock sends.
 type Outbox struct {
 	// Fixed at creation.
+	path        string
+	lockPath    string
+	senderLock  string
 	relays      []Sender
 	signer      *identity.Signer
 	now         func() time.Time
 	retryEvery  time.Duration
 	resignAfter time.Duration
+	expireAfter time.Duration
+	watchEvery  time.Duration
+	lockRetry   time.Duration
 	log         *slog.Logger
-	// kick asks Run to start workers for routes that have none. It holds
-	// at most one token.
-	kick chan struct{}
 
-	mu       sync.Mutex
-	entries  map[string]*Entry // by msg_id; guarded by mu
-	seq      map[string]uint64 // enqueue order by msg_id; guarded by mu
-	nextSeq  uint64            // guarded by mu
-	finished []string          // msg_ids in the order they finished; guarded by mu
-	routes   map[string]*queue // routes with queued messages; guarded by mu
-	running  bool              // a Run is active; guarded by mu
+	// draining makes the workers retry every DrainRetryEvery.
+	draining atomic.Bool
+	// sending is set while this Outbox holds the sender lock.
+	sending atomic.Bool
+
+	mu      sync.Mutex
+	wake    chan struct{} // closed and replaced to wake every waiter; guarded by mu
+	running bool          // a Run is active; guarded by mu
+	last    *cached       // the file as last read or written; guarded by mu
 }
 
-// queue is the FIFO of one route.
-type queue struct {
-	jobs   []*job // oldest first; guarded by Outbox.mu
-	active bool   // a worker owns the queue; guarded by Outbox.mu
-	// wake tells the route's worker that a message was queued. It holds at
-	// most one token.
-	wake chan struct{}
+// cached is a decoded outbox file with its exact bytes. A file with the
+// same bytes decodes to the same document, so decoding is skipped; the
+// bytes are compared in full.
+type cached struct {
+	data []byte
+	doc  document
 }
 
-// job is a queued message. Once queued, msg and payload are read and
-// replaced only by the worker of the route, without the lock.
-type job struct {
-	route   string
-	msg     identity.Message
-	payload []byte // the JSON text of msg
-}
-
-// New returns an empty outbox that delivers through relays, tried in the
-// given order, and re-signs old messages with signer, which must not be
-// nil.
-func New(relays []Sender, signer *identity.Signer, opts *Options) *Outbox {
+// Open returns the outbox of the identity own and session under stateRoot:
+// the file <stateRoot>/outbox/<own key>/<session>.json, with the write lock
+// <session>.lock and the sender lock <session>.sender-lock beside it.
+// Nothing is created until the first message. Messages go out through
+// relays, and old ones are signed again with signer, which must not be nil.
+func Open(stateRoot string, own identity.PublicKey, session string, relays []Sender, signer *identity.Signer, opts *Options) (*Outbox, error) {
+	if stateRoot == "" {
+		return nil, errors.New("outbox: open: empty state root")
+	}
+	if err := route.ValidateSession(session); err != nil {
+		return nil, fmt.Errorf("outbox: open: %w", err)
+	}
+	if signer == nil {
+		return nil, errors.New("outbox: open: no signer")
+	}
 	if opts == nil {
 		opts = &Options{}
 	}
+	path := filepath.Join(stateRoot, "outbox", own.String(), session+".json")
 	o := &Outbox{
+		path:        path,
+		lockPath:    statefile.LockPath(path, "lock"),
+		senderLock:  statefile.LockPath(path, "sender-lock"),
 		relays:      slices.Clone(relays),
 		signer:      signer,
 		now:         opts.Now,
 		retryEvery:  cmp.Or(opts.RetryEvery, DefaultRetryEvery),
 		resignAfter: cmp.Or(opts.ResignAfter, DefaultResignAfter),
+		expireAfter: cmp.Or(opts.ExpireAfter, DefaultExpireAfter),
+		watchEvery:  cmp.Or(opts.WatchEvery, DefaultWatchEvery),
+		lockRetry:   cmp.Or(opts.LockRetry, DefaultLockRetry),
 		log:         opts.Logger,
-		kick:        make(chan struct{}, 1),
-		entries:     make(map[string]*Entry),
-		seq:         make(map[string]uint64),
-		routes:      make(map[string]*queue),
+		wake:        make(chan struct{}),
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -170,20 +239,85 @@ func New(relays []Sender, signer *identity.Signer, opts *Options) *Outbox {
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
-	return o
+	return o, nil
 }
 
-// Enqueue logs m, already signed, as pending for peer and queues it for
-// route. A msg_id already in the log is [ErrDuplicate]. Delivery starts
-// when [Outbox.Run] is active.
-func (o *Outbox) Enqueue(route, peer string, m identity.Message) error {
-	return o.EnqueueLogged(route, peer, m.Text, m)
+// Path returns the path of the outbox file.
+func (o *Outbox) Path() string { return o.path }
+
+// read decodes the current file without taking the lock. The document is
+// the caller's to change.
+func (o *Outbox) read() (document, error) {
+	data, exists, err := statefile.Read(o.path)
+	if err != nil {
+		return document{}, fmt.Errorf("outbox: %w", err)
+	}
+	o.mu.Lock()
+	last := o.last
+	o.mu.Unlock()
+	if exists && last != nil && bytes.Equal(last.data, data) {
+		return last.doc.clone(), nil
+	}
+	d, err := decode(data, exists)
+	if err != nil {
+		return document{}, fmt.Errorf("%w (%s)", err, o.path)
+	}
+	if exists {
+		o.remember(data, &d)
+	}
+	return d, nil
 }
 
-// EnqueueLogged is [Outbox.Enqueue] with the text the log shows for m given
-// separately, for messages whose log line says more than their text (a
-// cancellation, say).
-func (o *Outbox) EnqueueLogged(route, peer, logText string, m identity.Message) error {
+// remember keeps a copy of d as the document of the file bytes data.
+func (o *Outbox) remember(data []byte, d *document) {
+	c := &cached{data: data, doc: d.clone()}
+	o.mu.Lock()
+	o.last = c
+	o.mu.Unlock()
+}
+
+// update runs fn on the current document with the lock held and writes the
+// result when fn reports a change. An error from fn is returned as is and
+// nothing is written; a corrupt file is never overwritten.
+func (o *Outbox) update(ctx context.Context, fn func(d *document) (changed bool, err error)) (err error) {
+	unlock, err := statefile.LockContext(ctx, o.lockPath)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("outbox: %w", uerr)
+		}
+	}()
+	d, err := o.read()
+	if err != nil {
+		return err
+	}
+	changed, err := fn(&d)
+	if err != nil || !changed {
+		return err
+	}
+	data := encode(&d)
+	if err := statefile.WriteAtomic(o.path, data); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	o.remember(data, &d)
+	return nil
+}
+
+// Enqueue is [Outbox.EnqueueLogged] with the message's own text in the log.
+func (o *Outbox) Enqueue(ctx context.Context, route, peer string, m identity.Message) error {
+	return o.EnqueueLogged(ctx, route, peer, m.Text, m)
+}
+
+// EnqueueLogged writes m, already signed, to the outbox file as pending for
+// route, logged for peer with logText (a cancellation, say, logs more than
+// its text). The message is on disk when EnqueueLogged returns nil, so it
+// survives the process; it is sent by whichever process of the session
+// runs the outbox. A msg_id already in the file is [ErrDuplicate]; a
+// session with [MaxPending] messages (or [MaxPendingBytes] of them) waiting
+// gets [ErrFull] and nothing is written.
+func (o *Outbox) EnqueueLogged(ctx context.Context, route, peer, logText string, m identity.Message) error {
 	if route == "" {
 		return errors.New("outbox: enqueue: empty route")
 	}
@@ -194,99 +328,127 @@ func (o *Outbox) EnqueueLogged(route, peer, logText string, m identity.Message) 
 	if err != nil {
 		return fmt.Errorf("outbox: enqueue %s: encode: %v", m.MsgID, err)
 	}
-	j := &job{route: route, msg: m, payload: payload}
-
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, ok := o.entries[m.MsgID]; ok {
-		return fmt.Errorf("%w: %s", ErrDuplicate, m.MsgID)
+	now := identity.Millis(o.now())
+	err = o.update(ctx, func(d *document) (bool, error) {
+		pending, bytes := 0, len(payload)
+		for _, s := range d.entries {
+			if s.MsgID == m.MsgID {
+				return false, fmt.Errorf("%w: %s", ErrDuplicate, m.MsgID)
+			}
+			if s.State == StatePending {
+				pending++
+				bytes += len(s.raw)
+			}
+		}
+		if pending >= MaxPending {
+			return false, fmt.Errorf("%w: %d messages are already waiting for a relay, the most a session may have; "+
+				"check the relays (list_pending shows what waits) and send again once some went out", ErrFull, pending)
+		}
+		if bytes > MaxPendingBytes {
+			return false, fmt.Errorf("%w: the messages waiting for a relay would take %d bytes, more than %d; "+
+				"check the relays (list_pending shows what waits) and send again once some went out", ErrFull, bytes, MaxPendingBytes)
+		}
+		d.entries = append(d.entries, &stored{
+			Entry: Entry{MsgID: m.MsgID, Peer: peer, Route: route, Text: logText, TS: m.TS, QueuedAt: now, State: StatePending},
+			raw:   payload,
+		})
+		return true, nil
+	})
+	if err != nil {
+		return err
 	}
-	// The log entry exists before the job is queued, so a status query
-	// never misses a message a worker is already sending.
-	o.entries[m.MsgID] = &Entry{
-		MsgID: m.MsgID, Peer: peer, Route: route, Text: logText, TS: m.TS,
-		State: StatePending,
-	}
-	o.seq[m.MsgID] = o.nextSeq
-	o.nextSeq++
-	q := o.routes[route]
-	if q == nil {
-		q = &queue{wake: make(chan struct{}, 1)}
-		o.routes[route] = q
-	}
-	q.jobs = append(q.jobs, j)
-	if q.active {
-		notify(q.wake)
-	} else {
-		notify(o.kick)
-	}
+	o.broadcast()
 	return nil
 }
 
-// notify puts a token in c unless it already holds one.
-func notify(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
+// broadcast wakes everyone waiting in this process for a change.
+func (o *Outbox) broadcast() {
+	o.mu.Lock()
+	close(o.wake)
+	o.wake = make(chan struct{})
+	o.mu.Unlock()
+}
+
+// changed returns the channel the next broadcast closes.
+func (o *Outbox) changed() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.wake
 }
 
 // Status returns the log entry of msgID.
-func (o *Outbox) Status(msgID string) (Entry, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	e, ok := o.entries[msgID]
-	if !ok {
-		return Entry{}, false
+func (o *Outbox) Status(msgID string) (Entry, bool, error) {
+	d, err := o.read()
+	if err != nil {
+		return Entry{}, false, err
 	}
-	return *e, true
-}
-
-// Pending returns the entries that are pending or rejected, in the order
-// they were queued.
-func (o *Outbox) Pending() []Entry {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []Entry
-	for _, e := range o.entries {
-		if e.State == StatePending || e.State == StateRejected {
-			out = append(out, *e)
+	for _, s := range d.entries {
+		if s.MsgID == msgID {
+			return s.Entry, true, nil
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Compare(o.seq[a.MsgID], o.seq[b.MsgID])
-	})
-	return out
+	return Entry{}, false, nil
+}
+
+// Pending returns the entries that are pending, rejected or expired, in the
+// order they were queued: what list_pending shows.
+func (o *Outbox) Pending() ([]Entry, error) {
+	d, err := o.read()
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, s := range d.entries {
+		if s.State != StateBusAccepted {
+			out = append(out, s.Entry)
+		}
+	}
+	return out, nil
 }
 
 // Log returns the newest limit entries sent to peer, ordered by timestamp
 // and then msg_id, newest last. A limit of zero or less means all of them.
-func (o *Outbox) Log(peer string, limit int) []Entry {
-	o.mu.Lock()
+func (o *Outbox) Log(peer string, limit int) ([]Entry, error) {
+	d, err := o.read()
+	if err != nil {
+		return nil, err
+	}
 	var out []Entry
-	for _, e := range o.entries {
-		if e.Peer == peer {
-			out = append(out, *e)
+	for _, s := range d.entries {
+		if s.Peer == peer {
+			out = append(out, s.Entry)
 		}
 	}
-	o.mu.Unlock()
 	slices.SortFunc(out, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.TS, b.TS), cmp.Compare(a.MsgID, b.MsgID))
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[len(out)-limit:]
 	}
-	return out
+	return out, nil
 }
 
-// finishLocked records that the entry of msgID left the queue and evicts
-// the oldest finished entries beyond [MaxFinished]. The caller holds mu.
-func (o *Outbox) finishLocked(msgID string) {
-	o.finished = append(o.finished, msgID)
-	for len(o.finished) > MaxFinished {
-		old := o.finished[0]
-		o.finished = o.finished[1:]
-		delete(o.entries, old)
-		delete(o.seq, old)
+// finish moves the entry s out of the pending state into state, drops its
+// message, cuts its text, and evicts the finished entries of d beyond
+// [MaxFinished], oldest finished first.
+func finish(d *document, s *stored, state State, now uint64) {
+	s.State = state
+	s.FinishedAt = now
+	s.raw = nil
+	s.Text = cutText(s.Text, MaxFinishedText)
+	var finished []*stored
+	for _, e := range d.entries {
+		if e.State != StatePending {
+			finished = append(finished, e)
+		}
 	}
+	if len(finished) <= MaxFinished {
+		return
+	}
+	slices.SortStableFunc(finished, func(a, b *stored) int { return cmp.Compare(a.FinishedAt, b.FinishedAt) })
+	evict := make(map[*stored]bool, len(finished)-MaxFinished)
+	for _, e := range finished[:len(finished)-MaxFinished] {
+		evict[e] = true
+	}
+	d.entries = slices.DeleteFunc(d.entries, func(e *stored) bool { return evict[e] })
 }

@@ -15,18 +15,20 @@ import (
 )
 
 func TestEnqueue(t *testing.T) {
-	o := outbox.New(nil, sender, nil)
+	clk := newClock()
+	o := newOutbox(t, nil, &outbox.Options{Now: clk.now})
 	m := newMessage(t, "hi", testEpoch)
+	clk.advance(time.Second)
 	enqueue(t, o, routeTo("s1"), m)
 
 	want := outbox.Entry{
 		MsgID: m.MsgID, Peer: "bob", Route: routeTo("s1"), Text: "hi", TS: m.TS,
-		State: outbox.StatePending,
+		QueuedAt: m.TS + 1000, State: outbox.StatePending,
 	}
 	if diff := cmp.Diff(want, status(t, o, m.MsgID)); diff != "" {
 		t.Errorf("entry (-want +got):\n%s", diff)
 	}
-	if _, ok := o.Status("unknown"); ok {
+	if _, ok := lookup(t, o, "unknown"); ok {
 		t.Error("Status of an unknown msg_id reports an entry")
 	}
 
@@ -41,7 +43,7 @@ func TestEnqueue(t *testing.T) {
 		{"empty msg_id", routeTo("s1"), identity.Message{Text: "x"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := o.Enqueue(tc.route, "bob", tc.m)
+			err := o.Enqueue(bg, tc.route, "bob", tc.m)
 			if err == nil {
 				t.Fatal("Enqueue succeeded")
 			}
@@ -50,13 +52,13 @@ func TestEnqueue(t *testing.T) {
 			}
 		})
 	}
-	if p := o.Pending(); len(p) != 1 {
+	if p := pending(t, o); len(p) != 1 {
 		t.Errorf("Pending() holds %d entries after refused enqueues, want 1", len(p))
 	}
 }
 
 func TestLog(t *testing.T) {
-	o := outbox.New(nil, sender, nil)
+	o := newOutbox(t, nil, nil)
 	msg := func(id string, ts int64) identity.Message {
 		return identity.Message{MsgID: id, Text: id, TS: uint64(ts)}
 	}
@@ -72,7 +74,7 @@ func TestLog(t *testing.T) {
 		{"bob", msg("b2a", 20)},
 		{"self", msg("s1", 5)},
 	} {
-		if err := o.Enqueue(routeTo("s1"), q.peer, q.m); err != nil {
+		if err := o.Enqueue(bg, routeTo("s1"), q.peer, q.m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +92,7 @@ func TestLog(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/%d", tc.peer, tc.limit), func(t *testing.T) {
 			var got []string
-			for _, e := range o.Log(tc.peer, tc.limit) {
+			for _, e := range logOf(t, o, tc.peer, tc.limit) {
 				got = append(got, e.MsgID)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -99,12 +101,12 @@ func TestLog(t *testing.T) {
 		})
 	}
 
-	var pending []string
-	for _, e := range o.Pending() {
-		pending = append(pending, e.MsgID)
+	var queued []string
+	for _, e := range pending(t, o) {
+		queued = append(queued, e.MsgID)
 	}
-	if want := []string{"b3", "b1", "a1", "b2z", "b2a", "s1"}; !slices.Equal(pending, want) {
-		t.Errorf("Pending() = %v, want queue order %v", pending, want)
+	if want := []string{"b3", "b1", "a1", "b2z", "b2a", "s1"}; !slices.Equal(queued, want) {
+		t.Errorf("Pending() = %v, want queue order %v", queued, want)
 	}
 }
 
@@ -120,10 +122,10 @@ func TestLogBound(t *testing.T) {
 			}
 			return nil
 		})
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		ts := identity.Millis(time.Now())
 		stuck := identity.Message{MsgID: "stuck", Text: "s", TS: ts}
-		if err := o.Enqueue(stuckRoute, "bob", stuck); err != nil {
+		if err := o.Enqueue(bg, stuckRoute, "bob", stuck); err != nil {
 			t.Fatal(err)
 		}
 		const extra = 10
@@ -131,7 +133,7 @@ func TestLogBound(t *testing.T) {
 		for i := range outbox.MaxFinished + extra {
 			m := identity.Message{MsgID: fmt.Sprintf("m%05d", i), Text: "x", TS: ts}
 			ids = append(ids, m.MsgID)
-			if err := o.Enqueue(routeTo("s1"), "bob", m); err != nil {
+			if err := o.Enqueue(bg, routeTo("s1"), "bob", m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -139,24 +141,24 @@ func TestLogBound(t *testing.T) {
 		synctest.Wait()
 
 		for i, id := range ids {
-			_, ok := o.Status(id)
+			_, ok := lookup(t, o, id)
 			if want := i >= extra; ok != want {
 				t.Fatalf("Status(%s) found = %v, want %v", id, ok, want)
 			}
 		}
 		wantState(t, o, "stuck", outbox.StatePending)
-		if p := o.Pending(); len(p) != 1 || p[0].MsgID != "stuck" {
+		if p := pending(t, o); len(p) != 1 || p[0].MsgID != "stuck" {
 			t.Errorf("Pending() = %d entries, want only the stuck one", len(p))
 		}
-		if n := len(o.Log("bob", 0)); n != outbox.MaxFinished+1 {
+		if n := len(logOf(t, o, "bob", 0)); n != outbox.MaxFinished+1 {
 			t.Errorf("Log holds %d entries, want %d", n, outbox.MaxFinished+1)
 		}
 		// An evicted msg_id is forgotten.
-		if err := o.Enqueue(routeTo("s1"), "bob", identity.Message{MsgID: ids[0], TS: ts}); err != nil {
+		if err := o.Enqueue(bg, routeTo("s1"), "bob", identity.Message{MsgID: ids[0], TS: ts}); err != nil {
 			t.Errorf("Enqueue of an evicted msg_id: %v", err)
 		}
 		synctest.Wait()
-		if _, ok := o.Status(ids[extra]); ok {
+		if _, ok := lookup(t, o, ids[extra]); ok {
 			t.Errorf("Status(%s) still found after one more message finished", ids[extra])
 		}
 	})

@@ -2,11 +2,13 @@ package outbox
 
 import (
 	"context"
-	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gofrs/flock"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -14,18 +16,23 @@ import (
 )
 
 const (
-	// sendTimeout bounds one post to one relay, on top of the relay
-	// client's own timeout.
-	sendTimeout = 30 * time.Second
 	// errTextLimit caps the bytes kept from one relay's error.
 	errTextLimit = 512
+	// recordTimeout bounds writing an attempt's outcome, which happens even
+	// after Run's context ended: an acceptance that is not recorded would
+	// be sent again by the next process.
+	recordTimeout = 5 * time.Second
 )
 
-// Run delivers queued messages until ctx ends. It starts one worker per
-// route with queued messages, and returns nil once ctx has ended and every
-// worker has stopped; a send in flight is cancelled with ctx. Messages still
-// queued stay pending for the next Run. A Run called while another is
-// active returns [ErrRunning] at once.
+// Run sends the session's pending messages until ctx ends. Only one
+// process of a session sends at a time: Run first takes the sender lock,
+// trying again every [Options.LockRetry] while another process holds it,
+// and keeps it until it returns. Holding it, Run starts one worker per
+// route with pending messages and looks at the file every
+// [Options.WatchEvery] for messages that other processes queued. It returns
+// nil once ctx has ended and every worker has stopped; a post in flight is
+// cancelled with ctx. A Run called while another is active in this Outbox
+// returns [ErrRunning] at once.
 func (o *Outbox) Run(ctx context.Context) error {
 	o.mu.Lock()
 	if o.running {
@@ -34,183 +41,332 @@ func (o *Outbox) Run(ctx context.Context) error {
 	}
 	o.running = true
 	o.mu.Unlock()
-
-	var wg sync.WaitGroup
 	defer func() {
-		wg.Wait()
 		o.mu.Lock()
 		o.running = false
 		o.mu.Unlock()
 	}()
+
+	lock, ok := o.takeSenderLock(ctx)
+	if !ok {
+		return nil
+	}
+	o.sending.Store(true)
+	defer func() {
+		o.sending.Store(false)
+		_ = lock.Unlock()
+	}()
+	o.log.Debug("outbox: sending for this session", "path", o.path)
+
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		active = make(map[string]bool) // routes with a worker; guarded by mu
+	)
+	defer wg.Wait()
+	tick := time.NewTicker(o.watchEvery)
+	defer tick.Stop()
 	for {
-		o.startWorkers(ctx, &wg)
+		changed := o.changed()
+		if d, err := o.read(); err != nil {
+			o.log.Warn("outbox unreadable; will retry", "err", err)
+		} else {
+			mu.Lock()
+			for _, s := range d.entries {
+				if s.State != StatePending || active[s.Route] {
+					continue
+				}
+				rt := s.Route
+				active[rt] = true
+				wg.Go(func() {
+					o.work(ctx, rt)
+					mu.Lock()
+					delete(active, rt)
+					mu.Unlock()
+					// Something may have been queued for rt after the
+					// worker last looked: look again.
+					o.broadcast()
+				})
+			}
+			mu.Unlock()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-o.kick:
+		case <-changed:
+		case <-tick.C:
 		}
 	}
 }
 
-// startWorkers starts a worker for every route that has queued messages and
-// no worker.
-func (o *Outbox) startWorkers(ctx context.Context, wg *sync.WaitGroup) {
-	if ctx.Err() != nil {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for route, q := range o.routes {
-		if q.active || len(q.jobs) == 0 {
-			continue
-		}
-		q.active = true
-		wg.Go(func() { o.work(ctx, route, q) })
-	}
-}
-
-// work delivers the queue of route, head first, until it is empty or ctx
-// ends. It owns q while q.active is set.
-func (o *Outbox) work(ctx context.Context, route string, q *queue) {
+// takeSenderLock takes the session's sender lock, waiting until it is free
+// or ctx ends.
+func (o *Outbox) takeSenderLock(ctx context.Context) (*flock.Flock, bool) {
+	lock := flock.New(o.senderLock)
+	logged := false
 	for {
-		o.mu.Lock()
-		if ctx.Err() != nil || len(q.jobs) == 0 {
-			q.active = false
-			if len(q.jobs) == 0 {
-				delete(o.routes, route)
-			}
-			o.mu.Unlock()
-			return
+		err := os.MkdirAll(filepath.Dir(o.senderLock), 0o700)
+		var got bool
+		if err == nil {
+			got, err = lock.TryLock()
 		}
-		j := q.jobs[0]
-		o.mu.Unlock()
-
-		// A wake-up left from before this attempt is spent: the attempt
-		// is the retry it asked for. One that arrives during the attempt
-		// cuts the wait below short.
-		drain(q.wake)
-		if o.attempt(ctx, q, j) {
-			continue
+		switch {
+		case err != nil:
+			o.log.Warn("outbox: sender lock", "path", o.senderLock, "err", err)
+		case got:
+			return lock, true
+		case !logged:
+			o.log.Info("another process sends this session's messages; waiting", "path", o.senderLock)
+			logged = true
 		}
-		t := time.NewTimer(o.retryEvery)
+		t := time.NewTimer(o.lockRetry)
 		select {
 		case <-ctx.Done():
-		case <-q.wake:
+			t.Stop()
+			return nil, false
+		case <-t.C:
+		}
+	}
+}
+
+// work sends the pending messages of route, oldest first, until none is
+// left or ctx ends. After a failed attempt it waits RetryEvery (while
+// draining, DrainRetryEvery), or less when a message for the same route
+// is queued meanwhile; messages for other routes do not hurry it.
+func (o *Outbox) work(ctx context.Context, rt string) {
+	var (
+		lastTry time.Time // of the last failed attempt; zero: try now
+		queued  int       // pending messages of rt at that attempt
+	)
+	for ctx.Err() == nil {
+		changed := o.changed()
+		wait := o.retryEvery
+		if o.draining.Load() {
+			wait = DrainRetryEvery
+		}
+		d, err := o.read()
+		if err != nil {
+			o.log.Warn("outbox unreadable; will retry", "route", rt, "err", err)
+			lastTry = time.Now()
+		} else {
+			head, n := headOf(&d, rt)
+			if head == nil {
+				return
+			}
+			if lastTry.IsZero() || !time.Now().Before(lastTry.Add(wait)) || n > queued {
+				if o.attempt(ctx, head) {
+					lastTry = time.Time{}
+					continue
+				}
+				lastTry, queued = time.Now(), n
+			}
+		}
+		t := time.NewTimer(time.Until(lastTry.Add(wait)))
+		select {
+		case <-ctx.Done():
+		case <-changed:
 		case <-t.C:
 		}
 		t.Stop()
 	}
 }
 
-// drain removes the token from c, if any.
-func drain(c chan struct{}) {
-	select {
-	case <-c:
-	default:
+// headOf returns the oldest pending entry of route rt in d, or nil, and
+// the number of pending entries of rt.
+func headOf(d *document, rt string) (*stored, int) {
+	var head *stored
+	n := 0
+	for _, s := range d.entries {
+		if s.Route == rt && s.State == StatePending {
+			if head == nil {
+				head = s
+			}
+			n++
+		}
 	}
+	return head, n
 }
 
-// attempt posts the head job j of q to every relay and records the outcome.
-// It reports whether j left the queue.
-func (o *Outbox) attempt(ctx context.Context, q *queue, j *job) bool {
-	o.resignIfOld(j)
-	var (
-		accepted []string
-		errs     []string
-		refused  = len(o.relays) > 0 // every relay refused for good
-	)
-	if len(o.relays) == 0 {
-		errs = append(errs, "no relay configured")
+// attempt posts the pending entry s to every relay and records the
+// outcome in the file. It reports whether s left the pending state.
+func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
+	now := o.now()
+	if o.expired(s, now) {
+		o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+			e.LastError = "no relay accepted it within " + o.expireAfter.String() + " of queueing"
+			finish(d, e, StateExpired, ms)
+		})
+		o.log.Warn("message expired", "msg_id", s.MsgID, "attempts", s.Attempts)
+		return true
 	}
-	for _, s := range o.relays {
-		sctx, cancel := context.WithTimeout(ctx, sendTimeout)
-		err := s.Send(sctx, j.route, j.payload)
-		cancel()
-		if err == nil {
-			accepted = append(accepted, s.URL())
-			continue
-		}
-		o.log.Debug("send failed", "msg_id", j.msg.MsgID, "relay", s.URL(), "error", err)
-		errs = append(errs, errText(err))
-		var se *relay.StatusError
-		if !errors.As(err, &se) || !se.Permanent() {
-			refused = false
+	orig, err := s.message()
+	if err != nil {
+		// It can never be sent; keeping it would block its route for good.
+		o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+			e.LastError = "the stored message is not a valid signed message: " + err.Error()
+			finish(d, e, StateRejected, ms)
+		})
+		o.log.Error("outbox: stored message undecodable; rejected", "msg_id", s.MsgID, "err", err)
+		return true
+	}
+	m, resigned := o.resignIfOld(orig, now)
+	payload := []byte(s.raw)
+	if resigned {
+		if payload, err = m.MarshalJSON(); err != nil {
+			o.log.Error("outbox: message not encodable", "msg_id", s.MsgID, "err", err)
+			return false
 		}
 	}
-	if len(accepted) == 0 && ctx.Err() != nil {
+	var out relay.Outcome
+	if len(o.relays) > 0 {
+		out = relay.Post(ctx, o.relays, s.Route, payload)
+	}
+	if !out.OK() && ctx.Err() != nil {
 		// Stopped mid-attempt: the failures say nothing about the relays.
 		return false
 	}
-
-	id := j.msg.MsgID
-	o.mu.Lock()
-	e := o.entries[id] // pending entries are never evicted
-	e.Attempts++
-	attempts := e.Attempts
-	done := true
+	var errs []string
+	if len(o.relays) == 0 {
+		errs = append(errs, "no relay configured")
+	}
+	for _, f := range out.Failed {
+		o.log.Debug("send failed", "msg_id", s.MsgID, "relay", f.URL, "error", f.Err)
+		errs = append(errs, errText(f.Err))
+	}
+	reason := strings.Join(errs, "; ")
+	var attempts int
+	o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+		e.Attempts++
+		attempts = e.Attempts
+		if resigned {
+			e.raw = payload
+		}
+		switch {
+		case out.OK():
+			e.LastError = ""
+			e.AcceptedBy = out.Accepted
+			finish(d, e, StateBusAccepted, ms)
+		case out.Refused():
+			e.LastError = reason
+			finish(d, e, StateRejected, ms)
+		default:
+			e.LastError = reason
+		}
+	})
 	switch {
-	case len(accepted) > 0:
-		e.State = StateBusAccepted
-		e.AcceptedBy = accepted
-		e.LastError = ""
-	case refused:
-		e.State = StateRejected
-		e.LastError = strings.Join(errs, "; ")
-	default:
-		e.LastError = strings.Join(errs, "; ")
-		done = false
+	case out.OK():
+		o.log.Info("message accepted", "msg_id", s.MsgID, "relay", strings.Join(out.Accepted, " "), "attempts", attempts)
+		return true
+	case out.Refused():
+		o.log.Warn("message rejected", "msg_id", s.MsgID, "reason", reason)
+		return true
 	}
-	if done {
-		q.jobs[0] = nil
-		q.jobs = q.jobs[1:]
-		o.finishLocked(id)
-	}
-	o.mu.Unlock()
-
-	switch {
-	case len(accepted) > 0:
-		o.log.Info("message accepted", "msg_id", id, "relay", strings.Join(accepted, " "), "attempts", attempts)
-	case refused:
-		o.log.Warn("message rejected", "msg_id", id, "reason", strings.Join(errs, "; "))
-	}
-	return done
+	return false
 }
 
-// resignIfOld replaces j's message with a copy signed now when its
-// signature is older than ResignAfter. The copy keeps the msg_id, so
-// receivers still treat it as the same message. On failure j is kept as it
-// is: an old signature may still reach a receiver in time.
-func (o *Outbox) resignIfOld(j *job) {
-	now := o.now()
-	ms := identity.Millis(now)
-	if ms < j.msg.TS || ms-j.msg.TS <= uint64(max(o.resignAfter.Milliseconds(), 0)) {
-		return
-	}
-	m := j.msg
-	m.TS = ms
-	if err := o.signer.SignMessage(&m); err != nil {
-		o.log.Error("re-sign failed", "msg_id", m.MsgID, "error", err)
-		return
-	}
-	payload, err := m.MarshalJSON()
+// record applies change to the pending entry msgID under the file lock.
+// It runs even after Run's context ended, bounded by recordTimeout. A
+// failure is logged: the entry then stays as it was, and a message a relay
+// accepted may be sent again, which receivers drop as a replay.
+func (o *Outbox) record(msgID string, change func(e *stored, d *document, now uint64)) {
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
+	now := identity.Millis(o.now())
+	err := o.update(ctx, func(d *document) (bool, error) {
+		for _, e := range d.entries {
+			if e.MsgID == msgID && e.State == StatePending {
+				change(e, d, now)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	if err != nil {
-		o.log.Error("re-sign failed", "msg_id", m.MsgID, "error", err)
-		return
+		o.log.Error("outbox: outcome not recorded; the message may be sent again", "msg_id", msgID, "err", err)
 	}
-	j.msg, j.payload = m, payload
+}
+
+// expired reports whether s has been pending longer than ExpireAfter. An
+// entry without a queueing time counts from its signature.
+func (o *Outbox) expired(s *stored, now time.Time) bool {
+	since := s.QueuedAt
+	if since == 0 {
+		since = s.TS
+	}
+	ms := identity.Millis(now)
+	return ms > since && ms-since > uint64(max(o.expireAfter.Milliseconds(), 0))
+}
+
+// resignIfOld returns m signed again with the current time when its
+// signature is older than ResignAfter, and whether it did. The copy keeps
+// the msg_id, so receivers still treat it as the same message. On failure
+// m is returned as it is: an old signature may still reach a receiver in
+// time.
+func (o *Outbox) resignIfOld(m identity.Message, now time.Time) (identity.Message, bool) {
+	ms := identity.Millis(now)
+	if ms < m.TS || ms-m.TS <= uint64(max(o.resignAfter.Milliseconds(), 0)) {
+		return m, false
+	}
+	c := m
+	c.TS = ms
+	if err := o.signer.SignMessage(&c); err != nil {
+		o.log.Error("re-sign failed", "msg_id", m.MsgID, "error", err)
+		return m, false
+	}
 	o.log.Info("message re-signed", "msg_id", m.MsgID)
+	return c, true
+}
+
+// Drain makes this process's workers try pending messages every
+// [DrainRetryEvery] instead of [Options.RetryEvery], and waits until no
+// message is pending or ctx ends. It returns the number still pending.
+// When this Outbox is not the session's sender (another process is), it
+// returns at once: the messages are on disk, and that process sends them.
+func (o *Outbox) Drain(ctx context.Context) int {
+	o.draining.Store(true)
+	defer o.draining.Store(false)
+	o.broadcast()
+	for {
+		changed := o.changed()
+		n, err := o.pendingCount()
+		if err != nil {
+			o.log.Warn("outbox unreadable while draining", "err", err)
+		}
+		if n == 0 && err == nil {
+			return 0
+		}
+		if !o.sending.Load() {
+			return n
+		}
+		t := time.NewTimer(DrainRetryEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return n
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// pendingCount returns the number of pending messages in the file.
+func (o *Outbox) pendingCount() (int, error) {
+	d, err := o.read()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range d.entries {
+		if s.State == StatePending {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // errText returns err's text cleaned for display and cut to errTextLimit
 // bytes. Relay errors carry an excerpt of a body the relay chose.
 func errText(err error) string {
-	s := untrusted.Clean(err.Error())
-	if len(s) <= errTextLimit {
-		return s
-	}
-	s = s[:errTextLimit]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
+	return cutText(untrusted.Clean(err.Error()), errTextLimit)
 }

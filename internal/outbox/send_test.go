@@ -22,7 +22,7 @@ import (
 func TestDeliverEndToEnd(t *testing.T) {
 	url := bustest.Start(t, nil)
 	c := relay.New(url, nil)
-	o := outbox.New([]outbox.Sender{c}, sender, nil)
+	o := newOutbox(t, []outbox.Sender{c}, nil)
 	start(t, o)
 	m := newMessage(t, "hello \u00e9 <b>", time.Now())
 	enqueue(t, o, routeTo("s1"), m)
@@ -68,10 +68,13 @@ func TestDeliverEndToEnd(t *testing.T) {
 		MsgID: m.MsgID, Peer: "bob", Route: routeTo("s1"), Text: m.Text, TS: m.TS,
 		State: outbox.StateBusAccepted, Attempts: 1, AcceptedBy: []string{url},
 	}
-	if diff := cmp.Diff(wantEntry, e); diff != "" {
+	if diff := cmp.Diff(wantEntry, e, cmpIgnoreFields("QueuedAt", "FinishedAt")); diff != "" {
 		t.Errorf("entry (-want +got):\n%s", diff)
 	}
-	if p := o.Pending(); len(p) != 0 {
+	if e.QueuedAt < m.TS || e.FinishedAt < e.QueuedAt {
+		t.Errorf("queued at %d, finished at %d, signed at %d", e.QueuedAt, e.FinishedAt, m.TS)
+	}
+	if p := pending(t, o); len(p) != 0 {
 		t.Errorf("Pending() = %v, want none", p)
 	}
 }
@@ -82,7 +85,7 @@ func TestRetryUntilAccepted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newFake("http://r1")
 		r.refuse(statusErr(503))
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		start(t, o)
 		m := newMessage(t, "hi", time.Now())
 		enqueue(t, o, routeTo("s1"), m)
@@ -92,7 +95,7 @@ func TestRetryUntilAccepted(t *testing.T) {
 		if e.Attempts != 1 || !strings.Contains(e.LastError, "503") {
 			t.Errorf("after one attempt: attempts %d, last error %q; want 1 and a 503", e.Attempts, e.LastError)
 		}
-		if p := o.Pending(); len(p) != 1 || p[0].MsgID != m.MsgID {
+		if p := pending(t, o); len(p) != 1 || p[0].MsgID != m.MsgID {
 			t.Errorf("Pending() = %v, want only %s", p, m.MsgID)
 		}
 
@@ -109,7 +112,7 @@ func TestRetryUntilAccepted(t *testing.T) {
 		if e.Attempts != 2 || e.LastError != "" || !slices.Equal(e.AcceptedBy, []string{"http://r1"}) {
 			t.Errorf("accepted entry = %+v", e)
 		}
-		if p := o.Pending(); len(p) != 0 {
+		if p := pending(t, o); len(p) != 0 {
 			t.Errorf("Pending() = %v, want none", p)
 		}
 	})
@@ -133,7 +136,7 @@ func TestFailedRelayNotRetried(t *testing.T) {
 				if tc.failsFirst {
 					relays = []outbox.Sender{bad, good}
 				}
-				o := outbox.New(relays, sender, nil)
+				o := newOutbox(t, relays, nil)
 				start(t, o)
 				m := newMessage(t, "hi", time.Now())
 				enqueue(t, o, routeTo("s1"), m)
@@ -183,7 +186,7 @@ func TestRejection(t *testing.T) {
 					relays = append(relays, f)
 					fakes = append(fakes, f)
 				}
-				o := outbox.New(relays, sender, nil)
+				o := newOutbox(t, relays, nil)
 				bad := newMessage(t, "bad", time.Now())
 				next := newMessage(t, "good", time.Now())
 				enqueue(t, o, routeTo("s1"), bad)
@@ -197,17 +200,17 @@ func TestRejection(t *testing.T) {
 						t.Errorf("LastError = %q, want it to mention %q", e.LastError, r)
 					}
 				}
-				var pending []string
-				for _, e := range o.Pending() {
-					pending = append(pending, e.MsgID+" "+string(e.State))
+				var listed []string
+				for _, e := range pending(t, o) {
+					listed = append(listed, e.MsgID+" "+string(e.State))
 				}
 				wantPending := []string{bad.MsgID + " " + string(tc.want)}
 				if tc.want == outbox.StatePending {
 					// The next message waits behind it.
 					wantPending = append(wantPending, next.MsgID+" pending")
 				}
-				if !slices.Equal(pending, wantPending) {
-					t.Errorf("Pending() = %v, want %v", pending, wantPending)
+				if !slices.Equal(listed, wantPending) {
+					t.Errorf("Pending() = %v, want %v", listed, wantPending)
 				}
 
 				time.Sleep(10 * outbox.DefaultRetryEvery)
@@ -236,7 +239,7 @@ func TestErrorTextCleaned(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newFake("http://r1")
 		r.refuse(errors.New("bad\nline\x1b[31m\u202e" + strings.Repeat("x", 5000)))
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		start(t, o)
 		m := newMessage(t, "hi", time.Now())
 		enqueue(t, o, routeTo("s1"), m)
@@ -262,7 +265,7 @@ func TestRoutesIndependent(t *testing.T) {
 			}
 			return nil
 		})
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		a1, b1 := newMessage(t, "a1", time.Now()), newMessage(t, "b1", time.Now())
 		a2, b2 := newMessage(t, "a2", time.Now()), newMessage(t, "b2", time.Now())
 		enqueue(t, o, blocked, a1)
@@ -305,7 +308,7 @@ func TestEnqueueWakesRoute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newFake("http://r1")
 		r.refuse(statusErr(503))
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		start(t, o)
 		m1 := newMessage(t, "one", time.Now())
 		enqueue(t, o, routeTo("s1"), m1)
@@ -335,7 +338,7 @@ func TestFIFOWithinRoute(t *testing.T) {
 			}
 			return nil
 		})
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		want := map[string][]string{}
 		queue := func(route string) {
 			m := newMessage(t, "m", time.Now())
@@ -376,7 +379,7 @@ func TestResignOldMessage(t *testing.T) {
 		clk := newClock()
 		r := newFake("http://r1")
 		r.refuse(statusErr(503))
-		o := outbox.New([]outbox.Sender{r}, sender, &outbox.Options{Now: clk.now})
+		o := newOutbox(t, []outbox.Sender{r}, &outbox.Options{Now: clk.now})
 		start(t, o)
 		m := newMessage(t, "old news", clk.now())
 		orig := m
@@ -440,7 +443,7 @@ func TestResignOldMessage(t *testing.T) {
 	})
 }
 
-// cmpIgnoreFields ignores the named fields of identity.Message.
+// cmpIgnoreFields ignores the struct fields with the given names.
 func cmpIgnoreFields(names ...string) cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool {
 		sf, ok := p.Last().(cmp.StructField)
@@ -459,7 +462,7 @@ func TestNoConcurrentSend(t *testing.T) {
 			r.delay = 7 * time.Second // longer than RetryEvery
 			r.refuse(statusErr(503))
 		}
-		o := outbox.New([]outbox.Sender{r1, r2}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r1, r2}, nil)
 		stop := start(t, o)
 		var ids []string
 		for i := range 6 {
@@ -495,7 +498,7 @@ func TestRunStops(t *testing.T) {
 		r := newFake("http://r1")
 		r.delay = 2 * time.Second
 		r.refuse(statusErr(503))
-		o := outbox.New([]outbox.Sender{r}, sender, nil)
+		o := newOutbox(t, []outbox.Sender{r}, nil)
 		var ids []string
 		for i := range 8 {
 			m := newMessage(t, "m", time.Now())
@@ -525,7 +528,7 @@ func TestRunStops(t *testing.T) {
 // With no relay configured a message stays pending and says why.
 func TestNoRelays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := outbox.New(nil, sender, nil)
+		o := newOutbox(t, nil, nil)
 		start(t, o)
 		m := newMessage(t, "hi", time.Now())
 		enqueue(t, o, routeTo("s1"), m)

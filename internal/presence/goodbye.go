@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
 )
 
@@ -26,8 +27,9 @@ func GoodbyeText(session string) string {
 // (a peer key mapped to the session it last wrote from, as kept by
 // the Snapshot of inbound.Sticky), with ownRoute as the reply hint. Each message gets a fresh
 // id and the current time and carries no task fields. It is posted straight
-// to every relay for the route <peer key>#<session>, bypassing any outbox, so
-// nothing is retried later. The whole call ends within [GoodbyeTimeout].
+// to every relay for the route <peer key>#<session> with [relay.Post],
+// bypassing the outbox, so nothing is retried later. The whole call ends
+// within [GoodbyeTimeout].
 //
 // Goodbye returns how many messages at least one relay accepted. Failures
 // are logged at debug level.
@@ -77,22 +79,12 @@ func (a *Announcer) goodbyeMessage(key identity.PublicKey, ownRoute route.Route,
 	return b, id, err
 }
 
-// post sends payload to route to on every relay concurrently and reports
-// whether any of them accepted it.
+// post sends payload to route to on every relay and reports whether any of
+// them accepted it.
 func (a *Announcer) post(ctx context.Context, to, msgID string, payload []byte) bool {
-	var (
-		wg sync.WaitGroup
-		ok atomic.Bool
-	)
-	for _, c := range a.relays {
-		wg.Go(func() {
-			if err := c.Send(ctx, to, payload); err != nil {
-				a.log.Debug("presence: goodbye not delivered", "relay", c.URL(), "to", to, "msg_id", msgID, "err", err)
-				return
-			}
-			ok.Store(true)
-		})
+	out := relay.Post(ctx, relay.Senders(a.relays), to, payload)
+	for _, f := range out.Failed {
+		a.log.Debug("presence: goodbye not delivered", "relay", f.URL, "to", to, "msg_id", msgID, "err", f.Err)
 	}
-	wg.Wait()
-	return ok.Load()
+	return out.OK()
 }

@@ -13,7 +13,9 @@
 //
 // Callers that must do something else between computing the new contents
 // and writing them take the same lock with [Lock] and then use [Read] and
-// [WriteAtomic] themselves.
+// [WriteAtomic] themselves. [UpdateContext] and [LockContext] stop waiting
+// for the lock when their context ends, so a process that is shutting down
+// is never held up by another process sitting on a lock.
 //
 // Readers that only read use [Read] and take no lock: because the data file
 // is only ever replaced by rename, a reader sees either the old or the new

@@ -2,6 +2,7 @@ package statefile
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -668,5 +669,73 @@ func TestLock(t *testing.T) {
 	// A lock path that is a directory cannot be locked.
 	if _, err := Lock(dir); !errors.Is(err, ErrLock) {
 		t.Errorf("Lock(directory) error = %v, want one matching ErrLock", err)
+	}
+}
+
+func TestLockContextGivesUpWhenCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T, lockPath string) (release func())
+	}{
+		{"held by this process", func(t *testing.T, lockPath string) func() {
+			unlock, err := Lock(lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := unlock(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+		{"held through another handle", func(t *testing.T, lockPath string) func() {
+			other := flock.New(lockPath)
+			if err := other.Lock(); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if err := other.Unlock(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			lockPath := LockPath(path, "lock")
+			release := tc.hold(t, lockPath)
+
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() {
+				done <- UpdateContext(ctx, path, lockPath, func([]byte, bool) ([]byte, error) {
+					return []byte("written"), nil
+				})
+			}()
+			cancel()
+			err := <-done
+			if !errors.Is(err, ErrLock) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("UpdateContext after cancel = %v; want ErrLock and context.Canceled", err)
+			}
+			if _, exists, _ := Read(path); exists {
+				t.Fatal("a cancelled update wrote the file")
+			}
+
+			// The abandoned wait holds nothing once the holder lets go.
+			release()
+			unlock, err := Lock(lockPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unlock(); err != nil {
+				t.Fatal(err)
+			}
+			probe := flock.New(lockPath)
+			got, err := probe.TryLockContext(t.Context(), time.Millisecond)
+			if err != nil || !got {
+				t.Fatalf("lock not free after the holder and the cancelled wait let go: %v, %v", got, err)
+			}
+			_ = probe.Unlock()
+		})
 	}
 }

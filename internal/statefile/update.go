@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,7 +29,14 @@ import (
 // with the lock held, so it must not call Update for the same lock path; it
 // should also be quick, since every other writer of the file waits for it.
 func Update(path, lockPath string, fn func(data []byte, exists bool) ([]byte, error)) (err error) {
-	unlock, err := Lock(lockPath)
+	return UpdateContext(context.Background(), path, lockPath, fn)
+}
+
+// UpdateContext is [Update] whose wait for the lock ends when ctx does: the
+// error then wraps both [ErrLock] and ctx's error, fn is not called and the
+// file is untouched. Once the lock is held, ctx no longer matters.
+func UpdateContext(ctx context.Context, path, lockPath string, fn func(data []byte, exists bool) ([]byte, error)) (err error) {
+	unlock, err := LockContext(ctx, lockPath)
 	if err != nil {
 		return err
 	}
@@ -68,7 +76,18 @@ func Update(path, lockPath string, fn func(data []byte, exists bool) ([]byte, er
 // not call Lock or Update for the same path while holding the lock: it
 // would wait for itself.
 func Lock(lockPath string) (unlock func() error, err error) {
-	release := localLock(lockPath)
+	return LockContext(context.Background(), lockPath)
+}
+
+// LockContext is [Lock] whose wait ends when ctx does. The error then wraps
+// both [ErrLock] and ctx's error, and nothing is held. A wait that ctx ends
+// leaves nothing behind: should the lock be granted after all, it is
+// released at once.
+func LockContext(ctx context.Context, lockPath string) (unlock func() error, err error) {
+	release, err := localLock(ctx, lockPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrLock, lockPath, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(lockPath), dirMode); err != nil {
 		release()
 		return nil, fmt.Errorf("%w: %s: %w", ErrLock, lockPath, err)
@@ -76,8 +95,7 @@ func Lock(lockPath string) (unlock func() error, err error) {
 	// A fresh handle per call: each call opens its own file description, so
 	// the OS lock also excludes other handles within this process.
 	fl := flock.New(lockPath)
-	if err := fl.Lock(); err != nil {
-		release()
+	if err := lockOS(ctx, fl, release); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrLock, lockPath, err)
 	}
 	return func() error {
@@ -89,9 +107,43 @@ func Lock(lockPath string) (unlock func() error, err error) {
 	}, nil
 }
 
+// lockOS takes the OS lock of fl, waiting until it is free or ctx ends. On
+// failure it calls release (the in-process part) itself, possibly later: a
+// blocking wait that ctx abandoned is finished in the background, and a
+// lock it still obtains is given back at once.
+func lockOS(ctx context.Context, fl *flock.Flock, release func()) error {
+	got, err := fl.TryLock()
+	if err != nil {
+		release()
+		return err
+	}
+	if got {
+		return nil
+	}
+	// Wait in the kernel, not by polling, so the lock passes on as soon as
+	// its holder lets go.
+	done := make(chan error, 1)
+	go func() { done <- fl.Lock() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			release()
+		}
+		return err
+	case <-ctx.Done():
+		go func() {
+			if err := <-done; err == nil {
+				_ = fl.Unlock()
+			}
+			release()
+		}()
+		return ctx.Err()
+	}
+}
+
 // localLocks serializes goroutines of this process that lock the same path.
 // OS locks already do so on Linux, macOS and Windows, where they belong to
-// an open file; the mutex keeps that guarantee on systems where they belong
+// an open file; the semaphore keeps that guarantee on systems where they belong
 // to the whole process. Entries are reference counted and removed when no
 // caller holds or waits for them, so the map stays as small as the number of
 // paths in use.
@@ -101,13 +153,13 @@ var localLocks struct {
 }
 
 type localEntry struct {
-	mu   sync.Mutex // held by the caller that owns the lock path
-	refs int        // callers holding or waiting for mu
+	sem  chan struct{} // holds a token while a caller owns the lock path
+	refs int           // callers holding or waiting for sem
 }
 
-// localLock locks the in-process mutex for lockPath and returns the function
-// that unlocks it.
-func localLock(lockPath string) (release func()) {
+// localLock takes the in-process lock for lockPath, waiting until it is
+// free or ctx ends, and returns the function that releases it.
+func localLock(ctx context.Context, lockPath string) (release func(), err error) {
 	key, err := filepath.Abs(lockPath)
 	if err != nil {
 		key = filepath.Clean(lockPath)
@@ -119,15 +171,13 @@ func localLock(lockPath string) (release func()) {
 	}
 	e := localLocks.m[key]
 	if e == nil {
-		e = new(localEntry)
+		e = &localEntry{sem: make(chan struct{}, 1)}
 		localLocks.m[key] = e
 	}
 	e.refs++
 	localLocks.mu.Unlock()
 
-	e.mu.Lock()
-	return func() {
-		e.mu.Unlock()
+	drop := func() {
 		localLocks.mu.Lock()
 		e.refs--
 		if e.refs == 0 {
@@ -135,4 +185,14 @@ func localLock(lockPath string) (release func()) {
 		}
 		localLocks.mu.Unlock()
 	}
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
+	}
+	return func() {
+		<-e.sem
+		drop()
+	}, nil
 }
