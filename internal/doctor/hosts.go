@@ -238,13 +238,9 @@ func (r *report) mailbox(cfg Config, own identity.PublicKey) {
 			"move the damaged file aside; the server starts a new one and relays deliver again what they still hold")
 		return
 	}
-	unread := 0
-	for i := range recs {
-		if recs[i].Unread() {
-			unread++
-		}
-	}
-	detail := fmt.Sprintf("%d unread of %d records (limit %d)", unread, len(recs), mailbox.MaxRecords)
+	// The mailbox file holds unread messages only; read ones are
+	// tombstones, which do not count against its bounds.
+	detail := fmt.Sprintf("%d unread %s (limit %d)", len(recs), plural(len(recs), "message", "messages"), mailbox.MaxRecords)
 	if float64(len(recs)) >= mailboxWarn*mailbox.MaxRecords {
 		r.add(id, name, Warn, detail+": when it is full, new messages wait on the relay",
 			"fetch and acknowledge the unread messages")
