@@ -18,8 +18,10 @@ const (
 	// except /announce; one byte more gets 413.
 	MaxBodyBytes = 2 << 20
 	// MaxAnnounceBytes is the largest /announce body accepted; one byte
-	// more gets 413. Real announcements are well under 1 KiB.
-	MaxAnnounceBytes = 16 << 10
+	// more gets 413. Real announcements are well under 1 KiB; the bound
+	// keeps one client's entries from filling the roster's byte budget
+	// ([MaxRosterBytes]) with a handful of announcements.
+	MaxAnnounceBytes = 4 << 10
 	// MaxRouteBytes is the longest route accepted in "to" and "me".
 	MaxRouteBytes = 256
 	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
