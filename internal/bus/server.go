@@ -29,9 +29,16 @@ const (
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
 	// are clamped to it.
 	MaxRecvTimeout = 120 * time.Second
-	// RosterCap is the number of roster entries beyond which announcements
-	// for new keys are dropped (still answered with 202).
+	// RosterCap is the most entries the roster holds. When it is full, an
+	// announcement for a new key takes the place of the entry refreshed
+	// longest ago.
 	RosterCap = 4096
+	// MaxRosterBytes bounds a whole /roster response, ages included. It is
+	// kept well under the 8 MiB an interlink agent reads from /roster, so
+	// that however the roster is filled, agents can still read it. When a
+	// new announcement would push the roster past it, entries refreshed
+	// longest ago make room, as they do for [RosterCap].
+	MaxRosterBytes = 6 << 20
 	// RosterRetention is how long a roster entry lives after its last
 	// announcement.
 	RosterRetention = 72 * time.Hour
