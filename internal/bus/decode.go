@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,26 +20,41 @@ import (
 // a payload in two more, so a deeper payload could be stored but never read.
 const maxDepth = 100
 
-// maxPrealloc is the most buffer readBody allocates before the body arrives.
-const maxPrealloc = 64 << 10
-
-// readBody checks that r carries JSON and reads at most limit bytes of it.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody checks that r carries JSON and reads at most limit bytes of it,
+// within the server's body timeout.
+//
+// The buffer grows with what arrives and is never sized from the declared
+// Content-Length: a client could declare 2 MiB and send nothing, and
+// thousands of such clients would otherwise pin a large buffer each. The
+// deadline is what finally cuts off a client that sends slowly or not at
+// all; on timeout the connection is closed after the answer, since the
+// rest of the body will never be read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if !isJSONType(r.Header.Get("Content-Type")) {
 		return nil, errMediaType
 	}
 	if r.ContentLength > limit {
 		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 	}
+	// A ResponseWriter that is not a connection (a test recorder) has no
+	// deadline to set; its body is in memory already.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
 	var buf bytes.Buffer
-	// Trust a declared length only so far: a client could declare 2 MiB
-	// and send nothing.
-	buf.Grow(int(min(max(r.ContentLength, 0), maxPrealloc)))
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			return nil, fmt.Errorf("%w: not complete after %v", errBodyTimeout, s.bodyTimeout)
+		}
 		return nil, fmt.Errorf("%w: %v", errRead, err)
+	}
+	if deadline {
+		// The next request on the connection gets the server's own
+		// deadlines; until then, a read waiting for it has none.
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return buf.Bytes(), nil
 }

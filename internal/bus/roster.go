@@ -193,7 +193,7 @@ func (ro *roster) snapshot() *rosterSnapshot {
 // its key. The body is neither verified nor interpreted beyond the key;
 // clients verify every roster element and drop forgeries.
 func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxAnnounceBytes)
+	body, err := s.readBody(w, r, MaxAnnounceBytes)
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 // unregister serves POST /unregister: remove one roster entry. Its queue is
 // left alone; messages already sent to it wait for the next session.
 func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxBodyBytes)
+	body, err := s.readBody(w, r, MaxBodyBytes)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,10 @@ const (
 	MaxAnnounceBytes = 4 << 10
 	// MaxRouteBytes is the longest route accepted in "to" and "me".
 	MaxRouteBytes = 256
+	// DefaultBodyTimeout is how long a request may take to deliver its
+	// body, counted from the end of its headers. A client that is not done
+	// by then gets 408 and its connection is closed.
+	DefaultBodyTimeout = 30 * time.Second
 	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
 	DefaultRecvTimeout = 25 * time.Second
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
@@ -56,6 +60,9 @@ type Options struct {
 	// MaxRecvTimeout caps the wait of /recv. Zero means [MaxRecvTimeout].
 	// It also caps the default wait, so a small value shortens every poll.
 	MaxRecvTimeout time.Duration
+	// BodyTimeout bounds the time a request takes to deliver its body.
+	// Zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 }
 
 // Server is the bus's HTTP handler. Create it with [New]; it is safe for
@@ -66,8 +73,10 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	maxWait time.Duration
-	done    chan struct{} // closed by Shutdown
-	stop    sync.Once
+	// bodyTimeout bounds reading a request body.
+	bodyTimeout time.Duration
+	done        chan struct{} // closed by Shutdown
+	stop        sync.Once
 
 	// Each of these guards its own state.
 	waiters waiters
@@ -82,11 +91,12 @@ func New(st store.Store, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{
-		st:      st,
-		log:     opts.Logger,
-		now:     opts.Now,
-		maxWait: opts.MaxRecvTimeout,
-		done:    make(chan struct{}),
+		st:          st,
+		log:         opts.Logger,
+		now:         opts.Now,
+		maxWait:     opts.MaxRecvTimeout,
+		bodyTimeout: opts.BodyTimeout,
+		done:        make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -96,6 +106,9 @@ func New(st store.Store, opts *Options) *Server {
 	}
 	if s.maxWait <= 0 {
 		s.maxWait = MaxRecvTimeout
+	}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyTimeout
 	}
 	return s
 }
@@ -153,14 +166,15 @@ var (
 	errNotFound = errors.New("not found")
 
 	// Reading the request.
-	errMediaType = errors.New("content type must be application/json or application/*+json")
-	errTooLarge  = errors.New("request body too large")
-	errRead      = errors.New("reading request body")
-	errSyntax    = errors.New("malformed JSON")
-	errShape     = errors.New("unexpected JSON shape")
-	errQuery     = errors.New("bad query")
-	errRoute     = errors.New("invalid route")
-	errAnnounce  = errors.New("announcement must be a JSON object with a string pubkey")
+	errMediaType   = errors.New("content type must be application/json or application/*+json")
+	errTooLarge    = errors.New("request body too large")
+	errRead        = errors.New("reading request body")
+	errBodyTimeout = errors.New("request body too slow")
+	errSyntax      = errors.New("malformed JSON")
+	errShape       = errors.New("unexpected JSON shape")
+	errQuery       = errors.New("bad query")
+	errRoute       = errors.New("invalid route")
+	errAnnounce    = errors.New("announcement must be a JSON object with a string pubkey")
 
 	// Acting on it.
 	errForeignAck = errors.New("ack key does not belong to me")
@@ -199,6 +213,8 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusUnsupportedMediaType
 	case errors.Is(err, errTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBodyTimeout):
+		status = http.StatusRequestTimeout
 	case errors.Is(err, errShape):
 		status = http.StatusUnprocessableEntity
 	case errors.Is(err, errRead), errors.Is(err, errSyntax), errors.Is(err, errQuery),
