@@ -36,7 +36,25 @@ var (
 	// ErrLocked is returned by [OpenBolt] when another process (or another
 	// open [Bolt] in this one) holds the database file.
 	ErrLocked = errors.New("store: another process holds the database")
+	// ErrCorrupt is wrapped by every [*CorruptError]: a database file that
+	// is damaged, cut short or not a database at all.
+	ErrCorrupt = errors.New("store: damaged database file")
 )
+
+// CorruptError reports a database file that cannot be used as it is, found
+// by [OpenBolt] or by a [Bolt] while it runs. It wraps [ErrCorrupt].
+type CorruptError struct {
+	// Path is the database file.
+	Path string
+	// Detail says what is wrong, in a phrase.
+	Detail string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: %s is damaged: %s", e.Path, e.Detail)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // Options holds the settings shared by [NewMemory] and [OpenBolt]. A nil
 // *Options, like its zero value, means defaults.
