@@ -125,7 +125,9 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	start := time.Now()
 	counts, entries, err := s.prepare()
 	if err != nil {
-		if _, ok := errors.AsType[*CorruptError](err); !ok {
+		// After a panic bbolt's state is unknown; the handle is left to
+		// the end of the process rather than risk Close.
+		if s.failure.Load() == nil {
 			db.Close()
 		}
 		return nil, s.wrap("open", err)
@@ -221,11 +223,14 @@ func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
 		return counts, entries, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketMessages); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
-			return err
+		for _, name := range [][]byte{bucketMessages, bucketMeta} {
+			_, err := tx.CreateBucketIfNotExists(name)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				return &CorruptError{Detail: fmt.Sprintf("it holds a value where the %s bucket belongs", name)}
+			}
+			if err != nil {
+				return err
+			}
 		}
 		counts, entries, _, err = s.scan(tx)
 		return err
@@ -292,7 +297,7 @@ func readNextSeq(meta *bolt.Bucket) (uint64, error) {
 		return 0, nil
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("meta next_seq has %d bytes, want 8", len(v))
+		return 0, &CorruptError{Detail: fmt.Sprintf("its next sequence number has %d bytes, not 8", len(v))}
 	}
 	return binary.BigEndian.Uint64(v), nil
 }

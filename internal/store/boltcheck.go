@@ -254,7 +254,7 @@ func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error
 		return 0, 0, nil, fmt.Errorf("reading page %d: %w", id, err)
 	}
 	if got := order.Uint64(hdr); got != id {
-		return 0, 0, nil, damaged("page %d is overwritten (it is marked as page %d)", id, got)
+		return 0, 0, nil, damaged("page %d is damaged: its header names page %d", id, got)
 	}
 	flags, count = order.Uint16(hdr[8:]), int(order.Uint16(hdr[10:]))
 	overflow := uint64(order.Uint32(hdr[12:]))
@@ -324,20 +324,20 @@ func (c *fileCheck) freelist(id uint64) error {
 
 // bucketRoot checks the tree of a bucket stored in its own pages.
 func (c *fileCheck) bucketRoot(root uint64, depth int) error {
-	_, err := c.tree(root, nil, nil, depth)
+	_, _, err := c.tree(root, nil, nil, depth)
 	return err
 }
 
 // tree checks the page id and the pages below it. Every key must be at
 // least lo and below hi (nil: unbounded), as in bbolt's own consistency
-// check. It returns the largest key of the subtree.
-func (c *fileCheck) tree(id uint64, lo, hi []byte, depth int) ([]byte, error) {
+// check. It returns the smallest and the largest key of the subtree.
+func (c *fileCheck) tree(id uint64, lo, hi []byte, depth int) (first, last []byte, err error) {
 	if depth > maxCheckedDepth {
-		return nil, damaged("page %d lies %d levels deep", id, depth)
+		return nil, nil, damaged("page %d lies %d levels deep", id, depth)
 	}
 	flags, count, s, err := c.page(id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch flags {
 	case flagBranch:
@@ -345,7 +345,7 @@ func (c *fileCheck) tree(id uint64, lo, hi []byte, depth int) ([]byte, error) {
 	case flagLeaf:
 		return c.leaf(s, count, lo, hi, depth)
 	default:
-		return nil, damaged("page %d should be a branch or leaf page but is of type %#x", id, flags)
+		return nil, nil, damaged("page %d should be a branch or leaf page but is of type %#x", id, flags)
 	}
 }
 
@@ -362,42 +362,53 @@ func keyOrder(id uint64, i int, key, prev, hi []byte) error {
 }
 
 // branch checks the elements of a branch page and the subtrees they name.
-func (c *fileCheck) branch(s *span, count int, lo, hi []byte, depth int) ([]byte, error) {
+// Each element's key must be the first key of its subtree: bbolt finds a
+// child's element in its parent by that key when it writes the child
+// back, and a mismatch makes it add a second element for the child, so
+// the old page is freed while still referenced.
+func (c *fileCheck) branch(s *span, count int, lo, hi []byte, depth int) (first, last []byte, err error) {
+	if count == 0 {
+		return nil, nil, damaged("page %d is a branch page without elements", s.id)
+	}
 	elems, err := s.bytes(pageHeaderSize, int64(count)*elemSize, "the element list")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keys := make([][]byte, count)
 	for i := range count {
 		e := elems[i*elemSize:]
 		pos, ksize := int64(order.Uint32(e)), int64(order.Uint32(e[4:]))
 		if keys[i], err = s.bytes(pageHeaderSize+int64(i)*elemSize+pos, ksize, fmt.Sprintf("the key of element %d", i)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	prev, last := lo, []byte(nil)
+	prev := lo
 	for i := range count {
 		if err := keyOrder(s.id, i, keys[i], prev, hi); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		next := hi
 		if i+1 < count {
 			next = keys[i+1]
 		}
 		child := order.Uint64(elems[i*elemSize+8:])
-		if last, err = c.tree(child, keys[i], next, depth+1); err != nil {
-			return nil, err
+		cfirst, clast, err := c.tree(child, keys[i], next, depth+1)
+		if err != nil {
+			return nil, nil, err
 		}
-		prev = last
+		if !bytes.Equal(cfirst, keys[i]) {
+			return nil, nil, damaged("page %d: element %d does not match the first key of page %d", s.id, i, child)
+		}
+		prev, last = clast, clast
 	}
-	return last, nil
+	return keys[0], last, nil
 }
 
 // leaf checks the elements of a leaf page, and the buckets among them.
-func (c *fileCheck) leaf(s *span, count int, lo, hi []byte, depth int) ([]byte, error) {
+func (c *fileCheck) leaf(s *span, count int, lo, hi []byte, depth int) (first, last []byte, err error) {
 	elems, err := s.bytes(pageHeaderSize, int64(count)*elemSize, "the element list")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	prev := lo
 	for i := range count {
@@ -407,43 +418,46 @@ func (c *fileCheck) leaf(s *span, count int, lo, hi []byte, depth int) ([]byte, 
 		at := pageHeaderSize + int64(i)*elemSize + pos
 		key, err := s.bytes(at, ksize, fmt.Sprintf("the key of element %d", i))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := keyOrder(s.id, i, key, prev, hi); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if i == 0 {
+			first = key
 		}
 		prev = key
 		if flags&bucketFlag == 0 {
 			// A plain value is left unread; it only has to lie inside.
 			if at+ksize+vsize > s.n {
-				return nil, damaged("page %d: the value of element %d lies outside the page", s.id, i)
+				return nil, nil, damaged("page %d: the value of element %d lies outside the page", s.id, i)
 			}
 			continue
 		}
 		if vsize < bucketHeader {
-			return nil, damaged("page %d: the bucket in element %d is cut short", s.id, i)
+			return nil, nil, damaged("page %d: the bucket in element %d is cut short", s.id, i)
 		}
 		if vsize > readWhole {
-			return nil, damaged("page %d: the bucket in element %d is too large to be inline", s.id, i)
+			return nil, nil, damaged("page %d: the bucket in element %d is too large to be inline", s.id, i)
 		}
 		v, err := s.bytes(at+ksize, vsize, fmt.Sprintf("the value of element %d", i))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if root := order.Uint64(v); root != 0 {
 			if err := c.bucketRoot(root, depth+1); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			continue
 		}
 		if err := c.inline(s.id, v[bucketHeader:], depth+1); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if count == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return prev, nil
+	return first, prev, nil
 }
 
 // inline checks the leaf page of an inline bucket, held in the value of an
@@ -459,7 +473,7 @@ func (c *fileCheck) inline(parent uint64, p []byte, depth int) error {
 		return damaged("page %d: an inline bucket holds a page of type %#x", parent, flags)
 	}
 	s := &span{c: c, id: parent, n: int64(len(p)), data: p}
-	_, err := c.leaf(s, int(order.Uint16(p[10:])), nil, nil, depth)
+	_, _, err := c.leaf(s, int(order.Uint16(p[10:])), nil, nil, depth)
 	return err
 }
 

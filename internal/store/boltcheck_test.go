@@ -250,8 +250,8 @@ func TestOpenBoltRefusesDamagedFiles(t *testing.T) {
 	}{
 		{"truncated to half", func(p string) { os.Truncate(p, fi.Size()/2) }, "cut short"},
 		{"truncated to one page", func(p string) { os.Truncate(p, int64(ps)) }, "less than the two header pages"},
-		{"zeroed leaf page", func(p string) { overwrite(t, p, int64(leaf*ps), make([]byte, ps)) }, "overwritten"},
-		{"zeroed branch page", func(p string) { overwrite(t, p, int64(branch*ps), make([]byte, ps)) }, "overwritten"},
+		{"zeroed leaf page", func(p string) { overwrite(t, p, int64(leaf*ps), make([]byte, ps)) }, "header names page 0"},
+		{"zeroed branch page", func(p string) { overwrite(t, p, int64(branch*ps), make([]byte, ps)) }, "header names page 0"},
 		{"garbled leaf page", func(p string) { overwrite(t, p, int64(leaf*ps+16), garbage(ps-16, 1)) }, fmt.Sprintf("page %d", leaf)},
 		{"garbled leaf page header", func(p string) { overwrite(t, p, int64(leaf*ps), garbage(ps, 2)) }, "page"},
 		{"garbled branch page", func(p string) { overwrite(t, p, int64(branch*ps+16), garbage(ps-16, 3)) }, "page"},
