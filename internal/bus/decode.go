@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +42,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	// deadline to set; its body is in memory already.
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+	body, err := readGrowing(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 		}
@@ -56,7 +58,31 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		// deadlines; until then, a read waiting for it has none.
 		_ = rc.SetReadDeadline(time.Time{})
 	}
-	return buf.Bytes(), nil
+	return body, nil
+}
+
+// firstRead is the size of the buffer a body is first read into. It is
+// small because a stalled client holds it for as long as the deadline
+// allows; the buffer doubles whenever what arrived fills it.
+const firstRead = 64
+
+// readGrowing reads r to the end into a buffer that starts at firstRead
+// bytes and doubles as it fills, so its size follows what has arrived.
+func readGrowing(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 0, firstRead)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // isJSONType reports whether a Content-Type header names JSON:
