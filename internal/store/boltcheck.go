@@ -248,11 +248,14 @@ func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error
 	if id < 2 || id >= c.hwm {
 		return 0, 0, nil, damaged("a reference to page %d, outside the %d pages the header counts", id, c.hwm)
 	}
-	hdr := make([]byte, pageHeaderSize)
+	// One read brings the header and the first page; pages with overflow
+	// take a second one for the rest.
 	off := int64(id) * c.pageSize
-	if err := c.readAt(hdr, off); err != nil {
+	first := make([]byte, c.pageSize)
+	if err := c.readAt(first, off); err != nil {
 		return 0, 0, nil, fmt.Errorf("reading page %d: %w", id, err)
 	}
+	hdr := first[:pageHeaderSize]
 	if got := order.Uint64(hdr); got != id {
 		return 0, 0, nil, damaged("page %d is damaged: its header names page %d", id, got)
 	}
@@ -271,9 +274,13 @@ func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error
 		c.inUse.set(p)
 	}
 	s = &span{c: c, id: id, off: off, n: int64(overflow+1) * c.pageSize}
-	if s.n <= readWhole {
+	switch {
+	case overflow == 0:
+		s.data = first
+	case s.n <= readWhole:
 		s.data = make([]byte, s.n)
-		if err := c.readAt(s.data, off); err != nil {
+		copy(s.data, first)
+		if err := c.readAt(s.data[c.pageSize:], off+c.pageSize); err != nil {
 			return 0, 0, nil, fmt.Errorf("reading page %d: %w", id, err)
 		}
 	}
