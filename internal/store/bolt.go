@@ -130,7 +130,10 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 		if s.failure.Load() == nil {
 			db.Close()
 		}
-		return nil, s.wrap("open", err)
+		if _, ok := errors.AsType[*CorruptError](err); ok {
+			return nil, s.wrap("open", err)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s.counts = newRouteCounts(counts)
 	s.log.Debug("store opened", "db", path, "routes", len(counts), "entries", entries,
