@@ -434,3 +434,27 @@ func findKey(entries []map[string]any, pubkey string) map[string]any {
 	}
 	return nil
 }
+
+// TestRosterClockBack: after the wall clock goes back, an entry behind the
+// head of the refresh list can expire first; it is hidden at once and
+// pruned once the entries before it go.
+func TestRosterClockBack(t *testing.T) {
+	h, _ := newFakeHarness(t, 0)
+	h.announce(`{"pubkey":"a"}`)
+	h.clock.Add(-time.Hour)
+	h.announce(`{"pubkey":"b"}`) // refreshed after a, stamped an hour earlier
+	h.clock.Add(RosterRetention)
+	h.announce(`{"pubkey":"c"}`)
+	got := h.rosterOf()
+	if len(got) != 2 || !containsKey(got, "a") || !containsKey(got, "c") {
+		t.Fatalf("listing %v, want a and c", got)
+	}
+	if n := h.srv.roster.len(); n != 3 {
+		t.Fatalf("%d entries stored, want a, b (expired, behind a) and c", n)
+	}
+	h.clock.Add(time.Hour)
+	h.announce(`{"pubkey":"d"}`)
+	if n := h.srv.roster.len(); n != 2 {
+		t.Errorf("%d entries stored after a expired, want c and d", n)
+	}
+}
