@@ -76,6 +76,25 @@ type fileCheck struct {
 	hwm      uint64 // pages below it are in use or free
 	inUse    bitset // pages reached from a meta page
 	free     bitset // pages on the freelist
+	// bufs holds one page buffer per depth of the tree walk: a page's
+	// buffer stays valid while the pages below it are read, and its next
+	// sibling reuses it.
+	bufs [][]byte
+}
+
+// buffer returns the buffer of depth, n bytes long, keeping its first
+// keep bytes when it has to grow.
+func (c *fileCheck) buffer(depth int, n, keep int64) []byte {
+	for len(c.bufs) <= depth {
+		c.bufs = append(c.bufs, nil)
+	}
+	if b := c.bufs[depth]; int64(cap(b)) < n {
+		nb := make([]byte, n)
+		copy(nb, b[:min(keep, int64(len(b)))])
+		c.bufs[depth] = nb
+	}
+	c.bufs[depth] = c.bufs[depth][:n]
+	return c.bufs[depth]
 }
 
 // damaged returns a CorruptError with a formatted detail.
@@ -243,15 +262,15 @@ func (s *span) bytes(off, n int64, what string) ([]byte, error) {
 
 // page reads the header of page id, checks that it names itself and fits
 // below the high water mark, marks it and its overflow pages in use, and
-// returns its flags, count and span.
-func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error) {
+// returns its flags, count and span, held in the buffer of depth.
+func (c *fileCheck) page(id uint64, depth int) (flags uint16, count int, s *span, err error) {
 	if id < 2 || id >= c.hwm {
 		return 0, 0, nil, damaged("a reference to page %d, outside the %d pages the header counts", id, c.hwm)
 	}
 	// One read brings the header and the first page; pages with overflow
 	// take a second one for the rest.
 	off := int64(id) * c.pageSize
-	first := make([]byte, c.pageSize)
+	first := c.buffer(depth, c.pageSize, 0)
 	if err := c.readAt(first, off); err != nil {
 		return 0, 0, nil, fmt.Errorf("reading page %d: %w", id, err)
 	}
@@ -278,8 +297,7 @@ func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error
 	case overflow == 0:
 		s.data = first
 	case s.n <= readWhole:
-		s.data = make([]byte, s.n)
-		copy(s.data, first)
+		s.data = c.buffer(depth, s.n, c.pageSize)
 		if err := c.readAt(s.data[c.pageSize:], off+c.pageSize); err != nil {
 			return 0, 0, nil, fmt.Errorf("reading page %d: %w", id, err)
 		}
@@ -289,7 +307,7 @@ func (c *fileCheck) page(id uint64) (flags uint16, count int, s *span, err error
 
 // freelist checks the freelist page and records the free pages.
 func (c *fileCheck) freelist(id uint64) error {
-	flags, count, s, err := c.page(id)
+	flags, count, s, err := c.page(id, 0)
 	if err != nil {
 		return err
 	}
@@ -342,7 +360,7 @@ func (c *fileCheck) tree(id uint64, lo, hi []byte, depth int) (first, last []byt
 	if depth > maxCheckedDepth {
 		return nil, nil, damaged("page %d lies %d levels deep", id, depth)
 	}
-	flags, count, s, err := c.page(id)
+	flags, count, s, err := c.page(id, depth)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -408,7 +426,7 @@ func (c *fileCheck) branch(s *span, count int, lo, hi []byte, depth int) (first,
 		}
 		prev, last = clast, clast
 	}
-	return keys[0], last, nil
+	return bytes.Clone(keys[0]), last, nil
 }
 
 // leaf checks the elements of a leaf page, and the buckets among them.
@@ -464,7 +482,8 @@ func (c *fileCheck) leaf(s *span, count int, lo, hi []byte, depth int) (first, l
 	if count == 0 {
 		return nil, nil, nil
 	}
-	return first, prev, nil
+	// The keys live in a buffer the next sibling page reuses.
+	return bytes.Clone(first), bytes.Clone(prev), nil
 }
 
 // inline checks the leaf page of an inline bucket, held in the value of an
