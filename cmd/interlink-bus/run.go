@@ -37,7 +37,8 @@ Options:
                        as [::1]:9440). Env INTERLINK_ADDR; default
                        127.0.0.1:9440
     --db PATH          keep the queues in this bbolt file, created with mode
-                       0600 if missing; its folder must exist. Env
+                       0600 if missing (an existing one is set to 0600); its
+                       folder must exist. A damaged file stops the bus. Env
                        INTERLINK_DB; default: in memory, lost on restart
     --queue-cap N      messages kept per route; a full queue drops its oldest
                        message. Env INTERLINK_QUEUE_CAP; default 1024; 0

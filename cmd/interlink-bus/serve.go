@@ -98,6 +98,12 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
+	// A database found damaged while serving stops the bus: every send and
+	// poll would fail from then on, and the file needs its operator.
+	var damaged <-chan struct{}
+	if b, ok := st.(*store.Bolt); ok {
+		damaged = b.Failed()
+	}
 	select {
 	case err := <-served:
 		// Serve returns only after Shutdown, or on a listener failure.
@@ -105,6 +111,13 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		hs.Close()
 		st.Close()
 		return c.fail(exitError, fmt.Sprintf("serving: %v", err))
+	case <-damaged:
+		// The store is not closed: it no longer touches the file, and
+		// the lock goes with the process.
+		srv.Shutdown()
+		hs.Close()
+		<-served
+		return c.fail(exitError, damagedLine(st.(*store.Bolt).Err(), true))
 	case <-ctx.Done():
 	}
 
@@ -137,6 +150,8 @@ func (c *cli) openStore(cfg serveConfig, log *slog.Logger) (st store.Store, code
 	case err == nil:
 		log.Info("durable queue", "db", cfg.db)
 		return b, exitOK, true
+	case errors.Is(err, store.ErrCorrupt):
+		return nil, c.fail(exitError, damagedLine(err, false)), false
 	case errors.Is(err, store.ErrLocked):
 		return nil, c.fail(exitError, fmt.Sprintf("database %s is in use by another process", cfg.db),
 			"is another interlink-bus using it? stop that one, or give this one its own --db file"), false
@@ -255,4 +270,20 @@ func (f *freshConns) closeAll() {
 	for c := range f.conns {
 		c.Close()
 	}
+}
+
+// damagedLine is the one line that reports a damaged database file: which
+// file, what is wrong, and what to do. serving says whether the bus found
+// it while serving rather than at start.
+func damagedLine(err error, serving bool) string {
+	path, detail := "", err.Error()
+	if ce, ok := errors.AsType[*store.CorruptError](err); ok {
+		path, detail = ce.Path, ce.Detail
+	}
+	found := "is damaged"
+	if serving {
+		found = "was found damaged while serving"
+	}
+	return fmt.Sprintf("database %s %s: %s; move the file aside and start the bus again for a new, empty "+
+		"database there (its queued messages are lost), or put back a copy you trust", path, found, detail)
 }

@@ -14,7 +14,7 @@ import (
 // acking another route's message by mistake; it is no protection against
 // anyone, since whoever knows a route can poll it for its keys.
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxBodyBytes)
+	body, err := s.readBody(w, r, MaxBodyBytes)
 	if err != nil {
 		return err
 	}

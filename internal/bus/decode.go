@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,28 +22,67 @@ import (
 // a payload in two more, so a deeper payload could be stored but never read.
 const maxDepth = 100
 
-// maxPrealloc is the most buffer readBody allocates before the body arrives.
-const maxPrealloc = 64 << 10
-
-// readBody checks that r carries JSON and reads at most limit bytes of it.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody checks that r carries JSON and reads at most limit bytes of it,
+// within the server's body timeout.
+//
+// The buffer grows with what arrives and is never sized from the declared
+// Content-Length: a client could declare 2 MiB and send nothing, and
+// thousands of such clients would otherwise pin a large buffer each. The
+// deadline is what finally cuts off a client that sends slowly or not at
+// all; on timeout the connection is closed after the answer, since the
+// rest of the body will never be read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if !isJSONType(r.Header.Get("Content-Type")) {
 		return nil, errMediaType
 	}
 	if r.ContentLength > limit {
 		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 	}
-	var buf bytes.Buffer
-	// Trust a declared length only so far: a client could declare 2 MiB
-	// and send nothing.
-	buf.Grow(int(min(max(r.ContentLength, 0), maxPrealloc)))
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+	// A ResponseWriter that is not a connection (a test recorder) has no
+	// deadline to set; its body is in memory already.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
+	body, err := readGrowing(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			w.Header().Set("Connection", "close")
+			return nil, fmt.Errorf("%w: not complete after %v", errBodyTimeout, s.bodyTimeout)
+		}
 		return nil, fmt.Errorf("%w: %v", errRead, err)
 	}
-	return buf.Bytes(), nil
+	if deadline {
+		// The next request on the connection gets the server's own
+		// deadlines; until then, a read waiting for it has none.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, nil
+}
+
+// firstRead is the size of the buffer a body is first read into. It is
+// small because a stalled client holds it for as long as the deadline
+// allows; the buffer doubles whenever what arrived fills it.
+const firstRead = 64
+
+// readGrowing reads r to the end into a buffer that starts at firstRead
+// bytes and doubles as it fills, so its size follows what has arrived.
+func readGrowing(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 0, firstRead)
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // isJSONType reports whether a Content-Type header names JSON:

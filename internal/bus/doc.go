@@ -24,7 +24,9 @@
 // instead of spinning. The status codes follow the original broker's
 // framework: 400 for malformed JSON or a bad query, 422 for valid JSON of
 // the wrong shape, 413 for bodies over [MaxBodyBytes], 415 for a content
-// type other than JSON, 404 and 405 for unknown paths and methods.
+// type other than JSON, 404 and 405 for unknown paths and methods. A body
+// that is not complete [DefaultBodyTimeout] after its headers gets 408 and
+// its connection is closed.
 //
 // # Differences from the original broker
 //
@@ -36,6 +38,10 @@
 //     control character (NUL included) are refused with 400. A NUL would let
 //     route "a" see and ack the messages of route "a\x00b".
 //   - Announcements over [MaxAnnounceBytes] are refused with 413.
+//   - The roster is bounded in bytes as well as in entries, and when it is
+//     full the entry refreshed longest ago gives way to a newcomer; the
+//     original ignored newcomers.
+//   - Request bodies must arrive within [DefaultBodyTimeout].
 //   - Request bodies must be UTF-8 JSON without unpaired surrogate escapes
 //     or numbers beyond the range of a float64, nested at most 100 deep.
 //     The original's JSON parser refused such bodies too; accepting them

@@ -136,6 +136,9 @@ func FuzzAnnounceBody(f *testing.F) {
 		srv, _ := fuzzServer()
 		rec := serveBody(srv, "/announce", body)
 		checkStatus(t, rec, http.StatusAccepted, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
+		if (rec.Code == http.StatusRequestEntityTooLarge) != (len(body) > MaxAnnounceBytes) {
+			t.Fatalf("a body of %d bytes got %d; the limit is %d", len(body), rec.Code, MaxAnnounceBytes)
+		}
 		if rec.Code != http.StatusAccepted {
 			return
 		}

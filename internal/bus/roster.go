@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,70 +13,132 @@ import (
 // rosterRetainMs is [RosterRetention] in milliseconds.
 const rosterRetainMs = int64(RosterRetention / time.Millisecond)
 
+// The frame of a /roster response and what one entry adds to it besides
+// its fields: {"age_ms":N,<fields>} with N at most 19 digits (an int64),
+// and the comma that separates it from the next entry.
+const (
+	rosterOpen          = `{"roster":[`
+	rosterClose         = `]}`
+	rosterAgePrefix     = `{"age_ms":`
+	rosterEntryOverhead = len(rosterAgePrefix) + 19 + len(`,`) + len(`}`) + len(`,`)
+	// rosterBudget is what the entries of one response may cost together.
+	rosterBudget = MaxRosterBytes - len(rosterOpen) - len(rosterClose)
+)
+
+// entryClose ends one entry of a listing.
+var entryClose = []byte(`}`)
+
 // roster is the presence list: roster key → the last announcement for it
 // and when it arrived. It lives in memory only; agents refill it with their
 // next heartbeat after a restart.
 //
-// Bound: at most [RosterCap] entries. Entries older than [RosterRetention]
-// are pruned on every announce and hidden from every listing; when the
-// roster is full of live entries, announcements for new keys are dropped
-// while existing keys can still refresh.
+// Bounds: at most [RosterCap] entries, whose listing costs at most
+// [MaxRosterBytes] however old they are. An announcement that would break
+// either bound first removes the entries refreshed longest ago, as many as
+// it takes; an existing key that refreshes replaces its own entry. So a
+// full roster never shuts out a newcomer, and a session that keeps
+// announcing stays listed unless others announce faster than it does.
+//
+// Entries older than [RosterRetention] are hidden from every listing and
+// pruned by the next announcement. Entries sit in a list in the order they
+// were last refreshed, so pruning and eviction both take from its head. If
+// the wall clock goes back, an entry behind the head may expire first; it
+// is hidden at once and pruned when it reaches the head or is evicted.
+//
+// Listings are served from a snapshot, sorted by roster key, that is made
+// once after each change and shared by every listing until the next change;
+// see [Server.listRoster].
 type roster struct {
 	mu      sync.Mutex
-	entries map[string]rosterEntry // guarded by mu
-	// oldest is at most the earliest receipt time in entries, so while
-	// now-oldest < retention nothing can have expired and the prune scan
-	// is skipped. Guarded by mu.
-	oldest int64
+	entries map[string]*rosterEntry // guarded by mu
+	// head is the entry refreshed longest ago, tail the latest; the list
+	// links every entry through prev and next. Guarded by mu.
+	head, tail *rosterEntry
+	bytes      int             // sum of cost() over entries; guarded by mu
+	snap       *rosterSnapshot // nil after a change; guarded by mu
 }
 
-// rosterEntry is one announcement. fields is immutable once stored, so a
-// listing may keep using it after the lock is released.
+// rosterEntry is one announcement. key, fields and at are fixed once the
+// entry exists; a refresh makes a new entry.
 type rosterEntry struct {
-	fields []byte // see announcement.fields
-	at     int64  // receipt time, Unix ms
+	key        string
+	fields     []byte // see announcement.fields
+	at         int64  // receipt time, Unix ms
+	prev, next *rosterEntry
 }
 
-// age returns how old e is at now, in milliseconds; a receipt time in the
-// future (the clock went back) gives 0.
-func (e rosterEntry) age(now int64) int64 {
-	return max(now-e.at, 0)
+// cost returns the most the entry adds to a /roster response.
+func (e *rosterEntry) cost() int { return len(e.fields) + rosterEntryOverhead }
+
+// age returns how old an entry received at is at now, in milliseconds; a
+// receipt time in the future (the clock went back) gives 0.
+func age(at, now int64) int64 {
+	return max(now-at, 0)
 }
 
-// upsert prunes expired entries and stores a, unless the roster is full and
-// a.key is new. It reports whether a was stored.
-func (ro *roster) upsert(a announcement, now int64) bool {
+// upsert prunes expired entries and stores a as the entry of its key,
+// removing the entries refreshed longest ago while the roster would
+// otherwise break a bound. It returns how many live entries gave way, and
+// false if a is too large to list at all (which [MaxAnnounceBytes] rules
+// out).
+func (ro *roster) upsert(a announcement, now int64) (evicted int, stored bool) {
+	e := &rosterEntry{key: a.key, fields: a.fields, at: now}
+	if e.cost() > rosterBudget {
+		return 0, false
+	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
 	if ro.entries == nil {
-		ro.entries = make(map[string]rosterEntry)
+		ro.entries = make(map[string]*rosterEntry)
 	}
-	if len(ro.entries) > 0 && now-ro.oldest >= rosterRetainMs {
-		ro.oldest = now
-		for k, e := range ro.entries {
-			if e.age(now) >= rosterRetainMs {
-				delete(ro.entries, k)
-			} else {
-				ro.oldest = min(ro.oldest, e.at)
-			}
-		}
+	for ro.head != nil && age(ro.head.at, now) >= rosterRetainMs {
+		ro.unlink(ro.head)
 	}
-	if _, ok := ro.entries[a.key]; !ok && len(ro.entries) >= RosterCap {
-		return false
+	if old := ro.entries[a.key]; old != nil {
+		ro.unlink(old)
 	}
-	if len(ro.entries) == 0 {
-		ro.oldest = now
+	for len(ro.entries) >= RosterCap || ro.bytes+e.cost() > rosterBudget {
+		ro.unlink(ro.head)
+		evicted++
 	}
-	ro.oldest = min(ro.oldest, now)
-	ro.entries[a.key] = rosterEntry{fields: a.fields, at: now}
-	return true
+	ro.entries[e.key] = e
+	e.prev = ro.tail
+	if ro.tail != nil {
+		ro.tail.next = e
+	} else {
+		ro.head = e
+	}
+	ro.tail = e
+	ro.bytes += e.cost()
+	ro.snap = nil
+	return evicted, true
+}
+
+// unlink removes e from the map and the list. ro.mu must be held.
+func (ro *roster) unlink(e *rosterEntry) {
+	delete(ro.entries, e.key)
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		ro.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		ro.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	ro.bytes -= e.cost()
+	ro.snap = nil
 }
 
 // remove deletes the entry for key, if any.
 func (ro *roster) remove(key string) {
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
-	delete(ro.entries, key)
+	if e := ro.entries[key]; e != nil {
+		ro.unlink(e)
+	}
 }
 
 // len returns the number of stored entries, expired ones included.
@@ -85,34 +148,52 @@ func (ro *roster) len() int {
 	return len(ro.entries)
 }
 
-// listing returns the entries that have not expired at now, ordered by
-// roster key so the output is stable.
-func (ro *roster) listing(now int64) []rosterEntry {
-	type keyed struct {
-		key string
-		rosterEntry
-	}
+// size returns what the stored entries may cost in a listing, expired ones
+// included.
+func (ro *roster) size() int {
 	ro.mu.Lock()
-	live := make([]keyed, 0, len(ro.entries))
-	for k, e := range ro.entries {
-		if e.age(now) < rosterRetainMs {
-			live = append(live, keyed{k, e})
-		}
+	defer ro.mu.Unlock()
+	return ro.bytes
+}
+
+// rosterSnapshot is every stored entry at one moment, sorted by roster key.
+// It is never changed once made, so listings use it without the lock.
+type rosterSnapshot struct {
+	items []snapItem
+}
+
+// snapItem is one entry of a snapshot.
+type snapItem struct {
+	fields []byte
+	at     int64
+}
+
+// snapshot returns the snapshot of the current entries, making it if the
+// roster changed since the last one.
+func (ro *roster) snapshot() *rosterSnapshot {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	if ro.snap != nil {
+		return ro.snap
 	}
-	ro.mu.Unlock()
-	slices.SortFunc(live, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-	out := make([]rosterEntry, len(live))
-	for i, e := range live {
-		out[i] = e.rosterEntry
+	keyed := make([]*rosterEntry, 0, len(ro.entries))
+	for _, e := range ro.entries {
+		keyed = append(keyed, e)
 	}
-	return out
+	slices.SortFunc(keyed, func(a, b *rosterEntry) int { return strings.Compare(a.key, b.key) })
+	snap := &rosterSnapshot{items: make([]snapItem, len(keyed))}
+	for i, e := range keyed {
+		snap.items[i] = snapItem{fields: e.fields, at: e.at}
+	}
+	ro.snap = snap
+	return snap
 }
 
 // announce serves POST /announce: store the body as the roster entry of
 // its key. The body is neither verified nor interpreted beyond the key;
 // clients verify every roster element and drop forgeries.
 func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxAnnounceBytes)
+	body, err := s.readBody(w, r, MaxAnnounceBytes)
 	if err != nil {
 		return err
 	}
@@ -120,8 +201,12 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !s.roster.upsert(a, s.millis()) {
-		s.log.Debug("roster full; announcement dropped", "route", a.key)
+	evicted, stored := s.roster.upsert(a, s.millis())
+	switch {
+	case !stored:
+		s.log.Debug("announcement too large to list; dropped", "route", a.key)
+	case evicted > 0:
+		s.log.Debug("roster full; entries refreshed longest ago gave way", "route", a.key, "evicted", evicted)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
@@ -130,7 +215,7 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 // unregister serves POST /unregister: remove one roster entry. Its queue is
 // left alone; messages already sent to it wait for the next session.
 func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxBodyBytes)
+	body, err := s.readBody(w, r, MaxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -145,29 +230,70 @@ func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
 
 // listRoster serves GET /roster: every live announcement as it was sent,
 // with "age_ms" set to the time since it arrived (replacing any age_ms the
-// sender put in).
-func (s *Server) listRoster(w http.ResponseWriter, _ *http.Request) error {
+// sender put in), in roster key order.
+//
+// Each entry's fields were encoded once, when it was announced, and the
+// sorted list of them once per change of the roster. A listing only
+// splices the ages in: it measures the response first, so it can send a
+// Content-Length, then writes it piece by piece. However many clients list
+// a full roster at once, each costs the bus little more than its
+// connection, never a copy of the roster.
+func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 	now := s.millis()
-	entries := s.roster.listing(now)
-	n := len(`{"roster":[]}`)
-	for _, e := range entries {
-		n += len(`{"age_ms":},`) + 20 + len(e.fields)
+	snap := s.roster.snapshot()
+	var scratch [len(`,`) + len(rosterAgePrefix) + 20 + len(`,`)]byte
+	n, live := len(rosterOpen)+len(rosterClose), 0
+	for _, it := range snap.items {
+		a := age(it.at, now)
+		if a >= rosterRetainMs {
+			continue
+		}
+		if live > 0 {
+			n++
+		}
+		live++
+		n += len(rosterAgePrefix) + len(strconv.AppendInt(scratch[:0], a, 10)) + len(`}`)
+		if len(it.fields) > 0 {
+			n += len(`,`) + len(it.fields)
+		}
 	}
-	b := make([]byte, 0, n)
-	b = append(b, `{"roster":[`...)
-	for i, e := range entries {
-		if i > 0 {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(n))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	// A write error means the client left; stop there.
+	if _, err := io.WriteString(w, rosterOpen); err != nil {
+		return nil
+	}
+	first := true
+	for _, it := range snap.items {
+		a := age(it.at, now)
+		if a >= rosterRetainMs {
+			continue
+		}
+		b := scratch[:0]
+		if !first {
 			b = append(b, ',')
 		}
-		b = append(b, `{"age_ms":`...)
-		b = strconv.AppendInt(b, e.age(now), 10)
-		if len(e.fields) > 0 {
+		first = false
+		b = append(b, rosterAgePrefix...)
+		b = strconv.AppendInt(b, a, 10)
+		if len(it.fields) > 0 {
 			b = append(b, ',')
-			b = append(b, e.fields...)
 		}
-		b = append(b, '}')
+		if _, err := w.Write(b); err != nil {
+			return nil
+		}
+		if _, err := w.Write(it.fields); err != nil {
+			return nil
+		}
+		if _, err := w.Write(entryClose); err != nil {
+			return nil
+		}
 	}
-	b = append(b, "]}"...)
-	writeJSON(w, http.StatusOK, b)
+	_, _ = io.WriteString(w, rosterClose)
 	return nil
 }

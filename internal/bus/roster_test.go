@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,30 +174,174 @@ func fillRoster(h *harness, n int) {
 	}
 }
 
-func TestE7Cap(t *testing.T) {
+// TestE7FullRosterAdmitsNewcomers: with the roster full, a newcomer takes
+// the place of the entry refreshed longest ago, refreshing an existing key
+// evicts nobody, and entries that expire or unregister make room too.
+func TestE7FullRosterAdmitsNewcomers(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
-	fillRoster(h, RosterCap)
+	fillRoster(h, RosterCap) // k0 is the longest ago, k4095 the latest
 	h.clock.Add(time.Second)
-	h.announce(`{"pubkey":"newcomer"}`)
-	if got := h.rosterOf(); len(got) != RosterCap || containsKey(got, "newcomer") {
-		t.Fatalf("a newcomer to a full roster was listed (%d entries)", len(got))
-	}
-	h.announce(`{"pubkey":"k7","name":"refreshed"}`)
-	if got := findKey(h.rosterOf(), "k7"); got == nil || got["name"] != "refreshed" || got["age_ms"] != 0.0 {
+	h.announce(`{"pubkey":"k0","name":"refreshed"}`)
+	if got := findKey(h.rosterOf(), "k0"); got == nil || got["name"] != "refreshed" || got["age_ms"] != 0.0 {
 		t.Fatalf("refresh in a full roster: %v", got)
 	}
-	if code := h.post("/unregister", `{"pubkey":"k0"}`); code != http.StatusAccepted {
-		t.Fatalf("unregister: %d", code)
+	if n := h.srv.roster.len(); n != RosterCap {
+		t.Fatalf("a refresh changed the size to %d", n)
 	}
 	h.announce(`{"pubkey":"newcomer"}`)
-	if !containsKey(h.rosterOf(), "newcomer") {
-		t.Fatal("newcomer not admitted after an unregister")
+	got := h.rosterOf()
+	if len(got) != RosterCap || !containsKey(got, "newcomer") {
+		t.Fatalf("newcomer listed %v among %d entries, want listed among %d", containsKey(got, "newcomer"), len(got), RosterCap)
 	}
-	// Everything but the refreshed and new entries expires.
+	// k0 was refreshed, so k1 was the entry refreshed longest ago.
+	if containsKey(got, "k1") || !containsKey(got, "k0") || !containsKey(got, "k2") {
+		t.Fatalf("evicted the wrong entry: k0 %v, k1 %v, k2 %v", containsKey(got, "k0"), containsKey(got, "k1"), containsKey(got, "k2"))
+	}
+	if recs := h.logs.find("roster full; entries refreshed longest ago gave way"); len(recs) != 1 || recs[0]["evicted"] != int64(1) {
+		t.Errorf("eviction log: %v", recs)
+	}
+	if code := h.post("/unregister", `{"pubkey":"k2"}`); code != http.StatusAccepted {
+		t.Fatalf("unregister: %d", code)
+	}
+	h.announce(`{"pubkey":"second"}`)
+	if got := h.rosterOf(); !containsKey(got, "second") || !containsKey(got, "k3") {
+		t.Fatal("after an unregister a newcomer should take the free place, not evict")
+	}
+	// Everything announced before the second step expires.
 	h.clock.Add(RosterRetention - time.Second)
 	h.announce(`{"pubkey":"later"}`)
-	if got := h.rosterOf(); len(got) != 3 || !containsKey(got, "later") {
-		t.Errorf("after expiry: %d entries, want k7, newcomer and later", len(got))
+	if got := h.rosterOf(); len(got) != 4 || !containsKey(got, "later") {
+		t.Errorf("after expiry: %d entries, want k0, newcomer, second and later", len(got))
+	}
+	if n := h.srv.roster.len(); n != 4 {
+		t.Errorf("expired entries still stored: %d", n)
+	}
+}
+
+// maxAnnouncement returns an announcement of exactly MaxAnnounceBytes for
+// pubkey.
+func maxAnnouncement(tb testing.TB, pubkey string) string {
+	tb.Helper()
+	return string(paddedBody(tb, `{"pubkey":"`+pubkey+`","pad":"`, `"}`, MaxAnnounceBytes))
+}
+
+// TestRosterByteBound: announcements of the largest size from ever new
+// keys never make a listing larger than MaxRosterBytes; the latest ones
+// stay listed and the ones refreshed longest ago make room.
+func TestRosterByteBound(t *testing.T) {
+	h, _ := newFakeHarness(t, 0)
+	const n = 2000 // 2000 x 4 KiB is past the byte bound, not the count
+	for i := range n {
+		h.announce(maxAnnouncement(t, "k"+strconv.Itoa(i)))
+		if b := h.srv.roster.size(); b > rosterBudget {
+			t.Fatalf("after %d announcements the roster costs %d bytes, more than %d", i+1, b, rosterBudget)
+		}
+	}
+	h.clock.Add(RosterRetention - time.Millisecond) // the widest ages a listing shows
+	rec := h.do(http.MethodGet, "/roster", "")
+	if rec.Body.Len() > MaxRosterBytes {
+		t.Fatalf("roster response of %d bytes, more than %d", rec.Body.Len(), MaxRosterBytes)
+	}
+	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+		t.Fatalf("Content-Length %s for a body of %d bytes", cl, rec.Body.Len())
+	}
+	got := h.rosterOf()
+	kept := len(got)
+	if kept >= n || kept < MaxRosterBytes/(MaxAnnounceBytes+rosterEntryOverhead) {
+		t.Fatalf("kept %d of %d entries", kept, n)
+	}
+	for i := range n {
+		listed := containsKey(got, "k"+strconv.Itoa(i))
+		if want := i >= n-kept; listed != want {
+			t.Fatalf("k%d listed %v; the latest %d entries should be", i, listed, kept)
+		}
+	}
+}
+
+// TestRosterListingSharesOneEncoding: listings of an unchanged roster use
+// the same snapshot, and a listing allocates a small fraction of what it
+// sends; any change makes a new snapshot.
+func TestRosterListingSharesOneEncoding(t *testing.T) {
+	h, _ := newFakeHarness(t, 0)
+	for i := range 1000 {
+		h.announce(maxAnnouncement(t, "k"+strconv.Itoa(i)))
+	}
+	first := h.srv.roster.snapshot()
+	h.clock.Add(time.Second) // ages change, the snapshot does not
+	if h.srv.roster.snapshot() != first {
+		t.Fatal("a listing without a change made a new snapshot")
+	}
+	req := httptest.NewRequest(http.MethodGet, "/roster", nil)
+	w := &countingWriter{header: http.Header{}}
+	h.srv.ServeHTTP(w, req) // warm up
+	sent := w.n
+	if sent < 1000*MaxAnnounceBytes {
+		t.Fatalf("listing sent %d bytes", sent)
+	}
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range runs {
+		h.srv.ServeHTTP(&countingWriter{header: http.Header{}}, req)
+	}
+	runtime.ReadMemStats(&after)
+	perListing := (after.TotalAlloc - before.TotalAlloc) / runs
+	if perListing > 64<<10 {
+		t.Errorf("a listing of %d bytes allocated %d bytes", sent, perListing)
+	}
+	t.Logf("a listing of %d bytes allocated %d bytes", sent, perListing)
+	h.announce(`{"pubkey":"k1","name":"changed"}`)
+	if h.srv.roster.snapshot() == first {
+		t.Fatal("an announcement left the old snapshot in place")
+	}
+	if code := h.post("/unregister", `{"pubkey":"k1"}`); code != http.StatusAccepted {
+		t.Fatal(code)
+	}
+	if containsKey(h.rosterOf(), "k1") {
+		t.Fatal("an unregister left the old snapshot in place")
+	}
+}
+
+// countingWriter is a ResponseWriter that counts the body and keeps none of
+// it.
+type countingWriter struct {
+	header http.Header
+	code   int
+	n      int
+}
+
+func (w *countingWriter) Header() http.Header  { return w.header }
+func (w *countingWriter) WriteHeader(code int) { w.code = code }
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.n += len(b)
+	return len(b), nil
+}
+
+// TestRosterListingHidesExpired: the Content-Length of a listing matches
+// its body when expired entries sit between live ones, and HEAD sends the
+// same length without a body.
+func TestRosterListingHidesExpired(t *testing.T) {
+	h, _ := newFakeHarness(t, 0)
+	h.announce(`{"pubkey":"b"}`)
+	h.clock.Add(RosterRetention - time.Second)
+	h.announce(`{"pubkey":"a"}`)
+	h.announce(`{"pubkey":"c"}`)
+	h.clock.Add(time.Second) // b expires; no announcement prunes it
+	rec := h.do(http.MethodGet, "/roster", "")
+	want := `{"roster":[{"age_ms":1000,"pubkey":"a"},{"age_ms":1000,"pubkey":"c"}]}`
+	if rec.Body.String() != want {
+		t.Fatalf("listing %s, want %s", rec.Body, want)
+	}
+	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(want)) {
+		t.Fatalf("Content-Length %s, want %d", cl, len(want))
+	}
+	head := h.do(http.MethodHead, "/roster", "")
+	if head.Code != http.StatusOK || head.Header().Get("Content-Length") != strconv.Itoa(len(want)) || head.Body.Len() != 0 {
+		t.Fatalf("HEAD: %d, Content-Length %s, body %q", head.Code, head.Header().Get("Content-Length"), head.Body)
+	}
+	if n := h.srv.roster.len(); n != 3 {
+		t.Errorf("the expired entry is hidden, not deleted: %d entries", n)
 	}
 }
 
@@ -287,4 +433,28 @@ func findKey(entries []map[string]any, pubkey string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestRosterClockBack: after the wall clock goes back, an entry behind the
+// head of the refresh list can expire first; it is hidden at once and
+// pruned once the entries before it go.
+func TestRosterClockBack(t *testing.T) {
+	h, _ := newFakeHarness(t, 0)
+	h.announce(`{"pubkey":"a"}`)
+	h.clock.Add(-time.Hour)
+	h.announce(`{"pubkey":"b"}`) // refreshed after a, stamped an hour earlier
+	h.clock.Add(RosterRetention)
+	h.announce(`{"pubkey":"c"}`)
+	got := h.rosterOf()
+	if len(got) != 2 || !containsKey(got, "a") || !containsKey(got, "c") {
+		t.Fatalf("listing %v, want a and c", got)
+	}
+	if n := h.srv.roster.len(); n != 3 {
+		t.Fatalf("%d entries stored, want a, b (expired, behind a) and c", n)
+	}
+	h.clock.Add(time.Hour)
+	h.announce(`{"pubkey":"d"}`)
+	if n := h.srv.roster.len(); n != 2 {
+		t.Errorf("%d entries stored after a expired, want c and d", n)
+	}
 }

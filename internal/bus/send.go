@@ -11,7 +11,7 @@ import (
 // send serves POST /send: wrap the payload in an envelope stamped with the
 // bus clock, append it to the route's queue, and wake the route's polls.
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(w, r, MaxBodyBytes)
+	body, err := s.readBody(w, r, MaxBodyBytes)
 	if err != nil {
 		return err
 	}

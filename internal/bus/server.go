@@ -18,18 +18,31 @@ const (
 	// except /announce; one byte more gets 413.
 	MaxBodyBytes = 2 << 20
 	// MaxAnnounceBytes is the largest /announce body accepted; one byte
-	// more gets 413. Real announcements are well under 1 KiB.
-	MaxAnnounceBytes = 16 << 10
+	// more gets 413. Real announcements are well under 1 KiB; the bound
+	// keeps one client's entries from filling the roster's byte budget
+	// ([MaxRosterBytes]) with a handful of announcements.
+	MaxAnnounceBytes = 4 << 10
 	// MaxRouteBytes is the longest route accepted in "to" and "me".
 	MaxRouteBytes = 256
+	// DefaultBodyTimeout is how long a request may take to deliver its
+	// body, counted from the end of its headers. A client that is not done
+	// by then gets 408 and its connection is closed.
+	DefaultBodyTimeout = 30 * time.Second
 	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
 	DefaultRecvTimeout = 25 * time.Second
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
 	// are clamped to it.
 	MaxRecvTimeout = 120 * time.Second
-	// RosterCap is the number of roster entries beyond which announcements
-	// for new keys are dropped (still answered with 202).
+	// RosterCap is the most entries the roster holds. When it is full, an
+	// announcement for a new key takes the place of the entry refreshed
+	// longest ago.
 	RosterCap = 4096
+	// MaxRosterBytes bounds a whole /roster response, ages included. It is
+	// kept well under the 8 MiB an interlink agent reads from /roster, so
+	// that however the roster is filled, agents can still read it. When a
+	// new announcement would push the roster past it, entries refreshed
+	// longest ago make room, as they do for [RosterCap].
+	MaxRosterBytes = 6 << 20
 	// RosterRetention is how long a roster entry lives after its last
 	// announcement.
 	RosterRetention = 72 * time.Hour
@@ -50,6 +63,9 @@ type Options struct {
 	// Version, if set, is sent in the [VersionHeader] of /healthz answers,
 	// so that a diagnosis can tell which bus it reached.
 	Version string
+	// BodyTimeout bounds the time a request takes to deliver its body.
+	// Zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 }
 
 // VersionHeader is the header of /healthz answers that carries the bus's
@@ -65,8 +81,10 @@ type Server struct {
 	now     func() time.Time
 	maxWait time.Duration
 	version string
-	done    chan struct{} // closed by Shutdown
-	stop    sync.Once
+	// bodyTimeout bounds reading a request body.
+	bodyTimeout time.Duration
+	done        chan struct{} // closed by Shutdown
+	stop        sync.Once
 
 	// Each of these guards its own state.
 	waiters waiters
@@ -81,12 +99,13 @@ func New(st store.Store, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{
-		st:      st,
-		log:     opts.Logger,
-		now:     opts.Now,
-		maxWait: opts.MaxRecvTimeout,
-		version: opts.Version,
-		done:    make(chan struct{}),
+		st:          st,
+		log:         opts.Logger,
+		now:         opts.Now,
+		maxWait:     opts.MaxRecvTimeout,
+		version:     opts.Version,
+		bodyTimeout: opts.BodyTimeout,
+		done:        make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -96,6 +115,9 @@ func New(st store.Store, opts *Options) *Server {
 	}
 	if s.maxWait <= 0 {
 		s.maxWait = MaxRecvTimeout
+	}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyTimeout
 	}
 	return s
 }
@@ -153,14 +175,15 @@ var (
 	errNotFound = errors.New("not found")
 
 	// Reading the request.
-	errMediaType = errors.New("content type must be application/json or application/*+json")
-	errTooLarge  = errors.New("request body too large")
-	errRead      = errors.New("reading request body")
-	errSyntax    = errors.New("malformed JSON")
-	errShape     = errors.New("unexpected JSON shape")
-	errQuery     = errors.New("bad query")
-	errRoute     = errors.New("invalid route")
-	errAnnounce  = errors.New("announcement must be a JSON object with a string pubkey")
+	errMediaType   = errors.New("content type must be application/json or application/*+json")
+	errTooLarge    = errors.New("request body too large")
+	errRead        = errors.New("reading request body")
+	errBodyTimeout = errors.New("request body too slow")
+	errSyntax      = errors.New("malformed JSON")
+	errShape       = errors.New("unexpected JSON shape")
+	errQuery       = errors.New("bad query")
+	errRoute       = errors.New("invalid route")
+	errAnnounce    = errors.New("announcement must be a JSON object with a string pubkey")
 
 	// Acting on it.
 	errForeignAck = errors.New("ack key does not belong to me")
@@ -199,6 +222,8 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusUnsupportedMediaType
 	case errors.Is(err, errTooLarge):
 		status = http.StatusRequestEntityTooLarge
+	case errors.Is(err, errBodyTimeout):
+		status = http.StatusRequestTimeout
 	case errors.Is(err, errShape):
 		status = http.StatusUnprocessableEntity
 	case errors.Is(err, errRead), errors.Is(err, errSyntax), errors.Is(err, errQuery),

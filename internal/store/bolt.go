@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +38,9 @@ const (
 	// two fsyncs; waiting about that long lets the next batch fill while the
 	// current one writes, without making a lone writer wait much.
 	batchDelay = 2 * time.Millisecond
+	// lockRetry is how often a lock held by another process is tried
+	// again, as bbolt does.
+	lockRetry = 50 * time.Millisecond
 )
 
 // Bolt is a [Store] kept in a bbolt database file, so queues and the
@@ -59,9 +65,16 @@ const (
 // entries.
 type Bolt struct {
 	db     *bolt.DB     // fixed at open
+	path   string       // fixed at open
 	cap    int          // fixed at open
 	log    *slog.Logger // fixed at open
 	counts *routeCounts // has its own lock
+
+	// failed is closed, and failure set, when an operation finds the file
+	// damaged; every operation after that returns failure.
+	failed   chan struct{}
+	failure  atomic.Pointer[CorruptError]
+	failOnce sync.Once
 
 	closed   atomic.Bool
 	inflight atomic.Int64 // writes in progress; more than one means use Batch
@@ -78,6 +91,12 @@ var _ Store = (*Bolt)(nil)
 // does not exist. The directory must exist already. If another process holds
 // the file, OpenBolt gives up after about a second with an error wrapping
 // [ErrLocked]. It uses opts.Cap and opts.Logger.
+//
+// An existing file is checked before bbolt reads it (see [checkFile]): a
+// file that is damaged, cut short or not a database gives a
+// [*CorruptError] instead of a crash. A file other users can read is made
+// private (mode 0600) with a warning, and an empty file, which bbolt turns
+// into a new database, is reported with a warning too.
 func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil {
@@ -85,20 +104,35 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	log := opts.logger()
+	if err := inspect(path, log); err != nil {
+		return nil, err
+	}
+	db, err := openGuarded(path)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, lockTimeout)
+	}
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		ce.Path = path
+		return nil, ce
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	db.MaxBatchDelay = batchDelay
 
-	s := &Bolt{db: db, cap: opts.capacity(), log: opts.logger()}
+	s := &Bolt{db: db, path: path, cap: opts.capacity(), log: log, failed: make(chan struct{})}
 	start := time.Now()
 	counts, entries, err := s.prepare()
 	if err != nil {
-		db.Close()
+		// After a panic bbolt's state is unknown; the handle is left to
+		// the end of the process rather than risk Close.
+		if s.failure.Load() == nil {
+			db.Close()
+		}
+		if _, ok := errors.AsType[*CorruptError](err); ok {
+			return nil, s.wrap("open", err)
+		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s.counts = newRouteCounts(counts)
@@ -107,11 +141,78 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	return s, nil
 }
 
+// inspect looks at the file at path before bbolt opens it, under the lock
+// bbolt takes, so that no other bus writes it meanwhile: it tightens the
+// file's mode, warns about an empty file and checks the rest. A missing
+// file is left for bbolt to create.
+func inspect(path string, log *slog.Logger) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("store: open %s: not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer f.Close()
+	unlock, ok, err := lockFile(f, lockTimeout)
+	if err != nil {
+		return fmt.Errorf("store: lock %s: %w", path, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, lockTimeout)
+	}
+	defer unlock()
+	if fi, err = f.Stat(); err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	tightenMode(f, path, fi, log)
+	if fi.Size() == 0 {
+		log.Warn("database file is empty; starting a new database in it", "db", path)
+		return nil
+	}
+	if !lockChecks {
+		return nil
+	}
+	err = checkFile(f, fi.Size())
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		ce.Path = path
+		return ce
+	}
+	if err != nil {
+		return fmt.Errorf("store: check %s: %w", path, err)
+	}
+	return nil
+}
+
+// openGuarded opens the bbolt file at path. A panic in bbolt, or a fault on
+// the memory it maps, becomes a *CorruptError (without a path): the file
+// was checked, so either means it changed or bbolt trusts something the
+// check does not look at. A file handle bbolt left open then stays open
+// until the process ends, which it is about to.
+func openGuarded(path string) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, &CorruptError{Detail: fmt.Sprintf("bbolt could not read it: %v", r)}
+		}
+	}()
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+}
+
 // prepare creates the buckets when missing and counts the entries of every
 // route with one scan. It writes only when the buckets are missing or the
 // stored next_seq is not above every stored sequence (a damaged file), which
 // it then raises.
 func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.guard("open", &err)
 	var repair bool
 	err = s.db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketMessages) == nil || tx.Bucket(bucketMeta) == nil {
@@ -125,11 +226,14 @@ func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
 		return counts, entries, err
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketMessages); err != nil {
-			return err
-		}
-		if _, err := tx.CreateBucketIfNotExists(bucketMeta); err != nil {
-			return err
+		for _, name := range [][]byte{bucketMessages, bucketMeta} {
+			_, err := tx.CreateBucketIfNotExists(name)
+			if errors.Is(err, berrors.ErrIncompatibleValue) {
+				return &CorruptError{Detail: fmt.Sprintf("it holds a value where the %s bucket belongs", name)}
+			}
+			if err != nil {
+				return err
+			}
 		}
 		counts, entries, _, err = s.scan(tx)
 		return err
@@ -196,7 +300,7 @@ func readNextSeq(meta *bolt.Bucket) (uint64, error) {
 		return 0, nil
 	}
 	if len(v) != 8 {
-		return 0, fmt.Errorf("meta next_seq has %d bytes, want 8", len(v))
+		return 0, &CorruptError{Detail: fmt.Sprintf("its next sequence number has %d bytes, not 8", len(v))}
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
@@ -207,9 +311,11 @@ func writeNextSeq(meta *bolt.Bucket, seq uint64) error {
 
 // Enqueue implements [Store.Enqueue].
 func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err error) {
-	if s.closed.Load() {
-		return "", 0, ErrClosed
+	if err := s.usable(); err != nil {
+		return "", 0, err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.guard("enqueue", &err)
 	// The function may run more than once (Batch retries); only the run in
 	// the transaction that committed sets the results we return.
 	err = s.update(func(tx *bolt.Tx) error {
@@ -280,15 +386,13 @@ func first(c *bolt.Cursor, prefix []byte) (key, value []byte) {
 
 // Peek implements [Store.Peek]. The returned entry is copied out of the
 // read transaction.
-func (s *Bolt) Peek(route string) (Entry, bool, error) {
-	if s.closed.Load() {
-		return Entry{}, false, ErrClosed
+func (s *Bolt) Peek(route string) (e Entry, ok bool, err error) {
+	if err := s.usable(); err != nil {
+		return Entry{}, false, err
 	}
-	var (
-		e  Entry
-		ok bool
-	)
-	err := s.db.View(func(tx *bolt.Tx) error {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.guard("peek", &err)
+	err = s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketMessages).Cursor()
 		if k, v := first(c, []byte(RoutePrefix(route))); k != nil {
 			e, ok = Entry{Key: string(k), Value: bytes.Clone(v)}, true
@@ -304,16 +408,18 @@ func (s *Bolt) Peek(route string) (Entry, bool, error) {
 // Delete implements [Store.Delete]. It returns once the deletion is on
 // disk. Deleting a key that is not stored changes nothing; when no other
 // write is in progress it also commits nothing.
-func (s *Bolt) Delete(key string) error {
-	if s.closed.Load() {
-		return ErrClosed
+func (s *Bolt) Delete(key string) (err error) {
+	if err := s.usable(); err != nil {
+		return err
 	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.guard("delete", &err)
 	route, _, ok := splitKey(key)
 	if !ok {
 		return nil
 	}
 	kb := []byte(key)
-	err := s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		s.counts.begin(tx)
 		c := tx.Bucket(bucketMessages).Cursor()
 		if k, _ := c.Seek(kb); !bytes.Equal(k, kb) {
@@ -351,7 +457,16 @@ var errNoChange = errors.New("no change")
 func (s *Bolt) update(fn func(*bolt.Tx) error) error {
 	var err error
 	if s.inflight.Add(1) > 1 || s.alwaysBatch {
-		err = s.db.Batch(func(tx *bolt.Tx) error {
+		err = s.db.Batch(func(tx *bolt.Tx) (err error) {
+			// A batch may run in a goroutine of bbolt's, where a panic
+			// would end the process; the caller's own guard does not
+			// reach it.
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					err = &CorruptError{Path: s.path, Detail: fmt.Sprintf("a write failed: %v", r)}
+				}
+			}()
 			if err := fn(tx); err != errNoChange {
 				return err
 			}
@@ -369,8 +484,8 @@ func (s *Bolt) update(fn func(*bolt.Tx) error) error {
 
 // Depth implements [Store.Depth] from the cached counts.
 func (s *Bolt) Depth(route string) (int, error) {
-	if s.closed.Load() {
-		return 0, ErrClosed
+	if err := s.usable(); err != nil {
+		return 0, err
 	}
 	return s.counts.depth(route), nil
 }
@@ -388,10 +503,65 @@ func (s *Bolt) Close() error {
 }
 
 // wrap adds context to an error from bbolt, turning the error for a closed
-// database (a call racing with Close) into ErrClosed.
+// database (a call racing with Close) into ErrClosed. A *CorruptError
+// marks the store failed and is returned as it is.
 func (s *Bolt) wrap(op string, err error) error {
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		ce.Path = s.path
+		s.fail(ce)
+		return ce
+	}
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed
 	}
 	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// usable returns ErrClosed after Close, the failure after the file was
+// found damaged, and nil otherwise.
+func (s *Bolt) usable() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if ce := s.failure.Load(); ce != nil {
+		return ce
+	}
+	return nil
+}
+
+// guard is deferred by every operation that reads the mapped file, after
+// debug.SetPanicOnFault(true). The file was checked when it opened, so a
+// panic in bbolt, or a fault on memory past the end of a file that shrank,
+// means the file changed under the bus; the operation then fails with a
+// *CorruptError and the store stops touching the file.
+func (s *Bolt) guard(op string, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	ce := &CorruptError{Path: s.path, Detail: fmt.Sprintf("%s failed: %v", op, r)}
+	s.fail(ce)
+	*err = ce
+}
+
+// fail records the first failure and closes Failed.
+func (s *Bolt) fail(ce *CorruptError) {
+	s.failOnce.Do(func() {
+		s.failure.Store(ce)
+		close(s.failed)
+	})
+}
+
+// Failed returns a channel that is closed when an operation finds the
+// database file damaged. From then on every method returns that
+// *CorruptError, also from [Bolt.Err]; the bus should stop, since the file
+// needs its operator.
+func (s *Bolt) Failed() <-chan struct{} { return s.failed }
+
+// Err returns the *CorruptError that closed [Bolt.Failed], or nil.
+func (s *Bolt) Err() error {
+	if ce := s.failure.Load(); ce != nil {
+		return ce
+	}
+	return nil
 }

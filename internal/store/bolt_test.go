@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // reopen closes s and opens its file again with opts.
@@ -515,5 +518,73 @@ func TestBoltDeleteAbsentDoesNotCommit(t *testing.T) {
 	stats = s.db.Stats()
 	if after := stats.TxStats.GetWrite(); after != before {
 		t.Fatalf("deleting an absent key wrote %d pages", after-before)
+	}
+}
+
+// An empty file, as a crash right after creating it or a mistaken touch
+// leaves, becomes a new database, and the bus says so.
+func TestBoltEmptyFileStartsNewDatabase(t *testing.T) {
+	t.Parallel()
+	path := newBoltPath(t)
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs testutil.LockedBuffer
+	s := openBolt(t, path, &Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if !strings.Contains(logs.String(), `msg="database file is empty; starting a new database in it" db=`+path) {
+		t.Errorf("no warning about the empty file in:\n%s", logs.String())
+	}
+	enqueue(t, s, "K#s", "one")
+	s = reopen(t, s, nil)
+	wantHead(t, s, "K#s", "", "one")
+}
+
+// A store whose file is cut short while it runs fails the operation that
+// finds out with a CorruptError instead of crashing, reports it through
+// Failed and Err, and touches the file no more.
+func TestBoltFileCutShortWhileOpen(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows cannot shorten a file that is mapped")
+	}
+	t.Parallel()
+	path := newBoltPath(t)
+	s, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for i := range 200 {
+		enqueue(t, s, fmt.Sprintf("K#s%d", i), strings.Repeat("x", 500))
+	}
+	select {
+	case <-s.Failed():
+		t.Fatal("Failed is closed before anything went wrong")
+	default:
+	}
+	pageSize := s.db.Info().PageSize
+	if err := os.Truncate(path, int64(2*pageSize)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Peek("K#s150")
+	ce, ok := errors.AsType[*CorruptError](err)
+	if !ok || ce.Path != path || !strings.Contains(ce.Detail, "peek failed") {
+		t.Fatalf("Peek of a cut file: %v, want a *CorruptError for %s", err, path)
+	}
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is still open")
+	}
+	if !errors.Is(s.Err(), ErrCorrupt) {
+		t.Errorf("Err = %v", s.Err())
+	}
+	if _, _, err := s.Enqueue("K#s", []byte("y")); err != s.Err() {
+		t.Errorf("Enqueue after the failure: %v, want the same error", err)
+	}
+	if err := s.Delete(Key("K#s1", 1)); err != s.Err() {
+		t.Errorf("Delete after the failure: %v, want the same error", err)
+	}
+	if _, err := s.Depth("K#s1"); err != s.Err() {
+		t.Errorf("Depth after the failure: %v, want the same error", err)
 	}
 }

@@ -54,7 +54,25 @@ var (
 	// max_payload is below [NATSOptions.MaxValue], and by [NATS.Enqueue]
 	// for a value above it.
 	ErrPayloadLimit = errors.New("store: value above the NATS server's max_payload")
+	// ErrCorrupt is wrapped by every [*CorruptError]: a database file that
+	// is damaged, cut short or not a database at all.
+	ErrCorrupt = errors.New("store: damaged database file")
 )
+
+// CorruptError reports a database file that cannot be used as it is, found
+// by [OpenBolt] or by a [Bolt] while it runs. It wraps [ErrCorrupt].
+type CorruptError struct {
+	// Path is the database file.
+	Path string
+	// Detail says what is wrong, in a phrase.
+	Detail string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: %s is damaged: %s", e.Path, e.Detail)
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // Options holds the settings shared by [NewMemory], [OpenBolt] and
 // [OpenNATS] (through [NATSOptions]). A nil
