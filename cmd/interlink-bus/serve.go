@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/version"
@@ -63,7 +64,10 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 			"addr", cfg.addr.String())
 	}
 
-	st, code, ok := c.openStore(cfg, log)
+	// The metrics exist before the store, which reports its commit times
+	// to them, and before the bus, whose handler they wrap.
+	metrics := busmetrics.New()
+	st, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
 	}
@@ -82,7 +86,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 
 	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String()})
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           metrics.Handler(srv),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -136,11 +140,12 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// openStore opens the store cfg asks for and logs which kind it is. When ok
+// openStore opens the store cfg asks for and logs which kind it is; the
+// bbolt store reports its commit times to observeCommit. When ok
 // is false the problem has been reported and code is the status to exit
 // with.
-func (c *cli) openStore(cfg serveConfig, log *slog.Logger) (st store.Store, code int, ok bool) {
-	opts := &store.Options{Cap: cfg.queueCap, Logger: log}
+func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, code int, ok bool) {
+	opts := &store.Options{Cap: cfg.queueCap, Logger: log, ObserveCommit: observeCommit}
 	if cfg.db == "" {
 		log.Warn("in-memory queue, lost on restart")
 		return store.NewMemory(opts), exitOK, true

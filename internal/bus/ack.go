@@ -29,6 +29,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
 		s.log.Error("ack failed", "route", req.me, "error", err)
 		return fmt.Errorf("%w: %w", errStorage, err)
 	}
+	s.counters.acked.Add(1)
 	w.WriteHeader(http.StatusOK)
 	return nil
 }

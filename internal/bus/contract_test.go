@@ -396,8 +396,8 @@ func TestA9Routing(t *testing.T) {
 		want         int
 		allow        string
 	}{
-		{http.MethodGet, "/", http.StatusNotFound, ""},
 		{http.MethodGet, "/nope", http.StatusNotFound, ""},
+		{http.MethodGet, "//", http.StatusNotFound, ""},
 		{http.MethodPost, "/send/", http.StatusNotFound, ""},
 		{http.MethodPost, "/SEND", http.StatusNotFound, ""},
 		{http.MethodGet, "/recv/x", http.StatusNotFound, ""},
@@ -408,6 +408,7 @@ func TestA9Routing(t *testing.T) {
 		{http.MethodPost, "/recv", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodDelete, "/roster", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodPost, "/healthz", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed, "GET, HEAD"},
 		{http.MethodHead, "/roster", http.StatusOK, ""},
 		{http.MethodHead, "/healthz", http.StatusOK, ""},
 		{http.MethodHead, "/recv?me=a&timeout_ms=0", http.StatusOK, ""},

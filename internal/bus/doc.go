@@ -17,6 +17,7 @@
 //	POST /unregister  the same shape                   202, empty body
 //	GET  /roster                                       200 {"roster":[...]}
 //	GET  /healthz                                      200 {"status":"ok"}
+//	GET  /                                             200 the status page (HTML)
 //
 // GET routes also answer HEAD. Every response other than 2xx carries a JSON
 // body {"error":"..."}; a failed long-poll answers
@@ -48,6 +49,19 @@
 //     would store payloads that clients cannot parse, which would block the
 //     route for its receiver.
 //   - [Server.Shutdown] ends parked long-polls so the HTTP server can stop.
+//   - The status page at GET / is new, and interlink-bus serves
+//     /metrics (package busmetrics) in front of the bus; the original
+//     answered 404 there.
+//
+// # Status and metrics
+//
+// The bus keeps atomic totals of the messages it stored, delivered,
+// acknowledged and dropped, and the stored and delivered counts of the
+// last ten minutes; [Server.Stats] reads them with the current sizes for
+// the metrics. The status page shows the roster's sessions (cleaned as
+// agents clean them, and escaped by html/template), the queue totals and
+// those rates as an inline SVG chart; it needs no script and reloads
+// itself.
 //
 // # Waiters
 //

@@ -48,6 +48,8 @@ func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
 	body = append(body, e.Value...)
 	body = append(body, `,"status":"message"}`...)
 	writeJSON(w, http.StatusOK, body)
+	s.counters.delivered.Add(1)
+	s.rates.addDelivered(s.millis())
 	return nil
 }
 

@@ -19,12 +19,16 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, dropped, err := s.st.Enqueue(req.to, envelope(req.payload, s.millis()))
+	ms := s.millis()
+	_, dropped, err := s.st.Enqueue(req.to, envelope(req.payload, ms))
 	if err != nil {
 		s.log.Error("enqueue failed", "to", req.to, "error", err)
 		return fmt.Errorf("%w: %w", errStorage, err)
 	}
+	s.counters.stored.Add(1)
+	s.rates.addStored(ms)
 	if dropped > 0 {
+		s.counters.dropped.Add(uint64(dropped))
 		for _, ev := range s.drops.note(req.to, dropped, s.now()) {
 			ev.log(s)
 		}

@@ -83,8 +83,13 @@ type Server struct {
 	version string
 	// bodyTimeout bounds reading a request body.
 	bodyTimeout time.Duration
+	started     time.Time     // for the uptime on the status page
 	done        chan struct{} // closed by Shutdown
 	stop        sync.Once
+
+	// Message totals and the rates of the status page, both atomic.
+	counters counters
+	rates    rates
 
 	// Each of these guards its own state.
 	waiters waiters
@@ -119,6 +124,7 @@ func New(st store.Store, opts *Options) *Server {
 	if s.bodyTimeout <= 0 {
 		s.bodyTimeout = DefaultBodyTimeout
 	}
+	s.started = s.now()
 	return s
 }
 
@@ -147,6 +153,7 @@ var endpoints = map[string]endpoint{
 	"/unregister": {handle: (*Server).unregister},
 	"/roster":     {get: true, handle: (*Server).listRoster},
 	"/healthz":    {get: true, handle: (*Server).healthz},
+	"/":           {get: true, handle: (*Server).status},
 }
 
 // ServeHTTP routes a request to its endpoint.

@@ -17,6 +17,7 @@ import "sync"
 type waiters struct {
 	mu     sync.Mutex
 	routes map[string]*waitRoute // guarded by mu
+	n      int                   // registered polls on all routes; guarded by mu
 }
 
 // waitRoute is the state of one route with registered polls.
@@ -42,6 +43,7 @@ func (ws *waiters) register(route string) <-chan struct{} {
 		wr.ch = make(chan struct{})
 	}
 	wr.n++
+	ws.n++
 	return wr.ch
 }
 
@@ -54,6 +56,7 @@ func (ws *waiters) unregister(route string) {
 		panic("bus: unregister without register")
 	}
 	wr.n--
+	ws.n--
 	if wr.n == 0 {
 		delete(ws.routes, route)
 	}
@@ -77,6 +80,13 @@ func (ws *waiters) parked(route string) int {
 		return wr.n
 	}
 	return 0
+}
+
+// total returns the number of polls registered on all routes.
+func (ws *waiters) total() int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.n
 }
 
 // len returns the number of routes with registered polls.

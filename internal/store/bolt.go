@@ -69,6 +69,8 @@ type Bolt struct {
 	cap    int          // fixed at open
 	log    *slog.Logger // fixed at open
 	counts *routeCounts // has its own lock
+	// observe is Options.ObserveCommit; fixed at open, may be nil.
+	observe func(time.Duration)
 
 	// failed is closed, and failure set, when an operation finds the file
 	// damaged; every operation after that returns failure.
@@ -122,6 +124,9 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	db.MaxBatchDelay = batchDelay
 
 	s := &Bolt{db: db, path: path, cap: opts.capacity(), log: log, failed: make(chan struct{})}
+	if opts != nil {
+		s.observe = opts.ObserveCommit
+	}
 	start := time.Now()
 	counts, entries, err := s.prepare()
 	if err != nil {
@@ -456,6 +461,7 @@ var errNoChange = errors.New("no change")
 // reports errNoChange as nil.
 func (s *Bolt) update(fn func(*bolt.Tx) error) error {
 	var err error
+	start := time.Now()
 	if s.inflight.Add(1) > 1 || s.alwaysBatch {
 		err = s.db.Batch(func(tx *bolt.Tx) (err error) {
 			// A batch may run in a goroutine of bbolt's, where a panic
@@ -478,6 +484,9 @@ func (s *Bolt) update(fn func(*bolt.Tx) error) error {
 	s.inflight.Add(-1)
 	if err == errNoChange {
 		return nil
+	}
+	if err == nil && s.observe != nil {
+		s.observe(time.Since(start))
 	}
 	return err
 }

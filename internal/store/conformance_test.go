@@ -461,3 +461,34 @@ func TestDeleteWithAnotherRoutesSequence(t *testing.T) {
 		wantHead(t, s, "K#b", kb, "for b")
 	})
 }
+
+func TestTotalsCountRoutesAndEntries(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(*Options) Store) {
+		s := open(nil)
+		tot, ok := s.(Totaler)
+		if !ok {
+			t.Fatalf("%T does not report totals", s)
+		}
+		check := func(wantRoutes, wantEntries int) {
+			t.Helper()
+			r, e, err := tot.Totals()
+			if err != nil || r != wantRoutes || e != wantEntries {
+				t.Fatalf("Totals = %d routes, %d entries, %v; want %d, %d", r, e, err, wantRoutes, wantEntries)
+			}
+		}
+		check(0, 0)
+		var keys []string
+		for _, route := range []string{"a", "a", "b", "c#s", "c#s", "c#s"} {
+			k, _, err := s.Enqueue(route, []byte(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, k)
+		}
+		check(3, 6)
+		if err := s.Delete(keys[2]); err != nil {
+			t.Fatal(err)
+		}
+		check(2, 5)
+	})
+}

@@ -90,6 +90,10 @@ type Options struct {
 	// stores do not log dropped entries: [Store.Enqueue] returns the count
 	// and the caller decides how to report it.
 	Logger *slog.Logger
+	// ObserveCommit, if set, is told how long each write of [Bolt] took
+	// from its start to its commit on disk, batching included. Other
+	// stores do not call it. It must return quickly.
+	ObserveCommit func(time.Duration)
 }
 
 func (o *Options) capacity() int {

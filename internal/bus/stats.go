@@ -1,0 +1,127 @@
+package bus
+
+import (
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// counters are the bus's running totals of messages, kept with atomic adds
+// on the request path and read by [Server.Stats].
+type counters struct {
+	stored, delivered, acked, dropped atomic.Uint64
+}
+
+// Stats is what the bus can tell about itself at one moment, for metrics.
+type Stats struct {
+	// Messages stored by /send, handed out by /recv (a message handed
+	// out twice counts twice), acknowledged by /ack, and dropped because
+	// their route's queue was full, since the Server was made.
+	Stored, Delivered, Acknowledged, Dropped uint64
+	// Parked is the number of long-polls waiting for a message.
+	Parked int
+	// RosterEntries counts the roster's announcements, expired ones not
+	// yet pruned included.
+	RosterEntries int
+	// Routes and Queued are the routes with messages and the messages the
+	// store holds; valid only when Totals is true (the store reports
+	// them, see [store.Totaler], and did not fail).
+	Routes, Queued int
+	Totals         bool
+}
+
+// Stats returns the bus's counters and current sizes. It takes a lock of
+// the waiters and of the roster, and asks the store for its totals, so
+// call it for a scrape or a page, not per request.
+func (s *Server) Stats() Stats {
+	st := Stats{
+		Stored:        s.counters.stored.Load(),
+		Delivered:     s.counters.delivered.Load(),
+		Acknowledged:  s.counters.acked.Load(),
+		Dropped:       s.counters.dropped.Load(),
+		Parked:        s.waiters.total(),
+		RosterEntries: s.roster.len(),
+	}
+	if t, ok := s.st.(store.Totaler); ok {
+		routes, queued, err := t.Totals()
+		if err != nil {
+			s.log.Warn("store totals", "error", err)
+		} else {
+			st.Routes, st.Queued, st.Totals = routes, queued, true
+		}
+	}
+	return st
+}
+
+// Paths returns every path the bus serves, sorted.
+func Paths() []string {
+	out := make([]string, 0, len(endpoints))
+	for p := range endpoints {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Rates over the last minutes, for the status page.
+const (
+	rateStep  = 10 * time.Second
+	rateSteps = 60 // ten minutes
+)
+
+// rates counts stored and delivered messages per [rateStep] over the last
+// [rateSteps] steps, in a ring indexed by step number. Each slot holds the
+// step it counts for; a slot left from an earlier lap is reset by the
+// first event of its new step. Updates are atomic; a reader may see a slot
+// being reset, which only moves an event or two between neighbouring steps.
+type rates struct {
+	slots [rateSteps]rateSlot
+}
+
+type rateSlot struct {
+	step      atomic.Int64
+	stored    atomic.Int64
+	delivered atomic.Int64
+}
+
+// slot returns the slot of the step holding ms, reset if it last counted
+// another step.
+func (r *rates) slot(ms int64) *rateSlot {
+	step := ms / rateStep.Milliseconds()
+	sl := &r.slots[step%rateSteps]
+	if old := sl.step.Load(); old != step && sl.step.CompareAndSwap(old, step) {
+		sl.stored.Store(0)
+		sl.delivered.Store(0)
+	}
+	return sl
+}
+
+func (r *rates) addStored(ms int64)    { r.slot(ms).stored.Add(1) }
+func (r *rates) addDelivered(ms int64) { r.slot(ms).delivered.Add(1) }
+
+// ratePoint is one step of [rates.series].
+type ratePoint struct {
+	Start             time.Time
+	Stored, Delivered int64
+}
+
+// series returns the counts of the [rateSteps] steps up to and including
+// the one holding now, oldest first; steps without events count 0.
+func (r *rates) series(now int64) []ratePoint {
+	last := now / rateStep.Milliseconds()
+	out := make([]ratePoint, rateSteps)
+	for i := range out {
+		step := last - int64(rateSteps-1-i)
+		out[i].Start = time.UnixMilli(step * rateStep.Milliseconds())
+		if step < 0 {
+			continue
+		}
+		sl := &r.slots[step%rateSteps]
+		if sl.step.Load() == step {
+			out[i].Stored, out[i].Delivered = sl.stored.Load(), sl.delivered.Load()
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+// Package busmetrics exports a bus's metrics in the Prometheus text format
+// at GET /metrics, in a registry of its own.
+//
+// It wraps the bus's handler: every other request goes on to the bus and
+// is counted by endpoint and status code, with its duration. Message
+// counts and sizes come from [bus.Server.Stats] when someone scrapes, so a
+// bus nobody scrapes pays only for the request counting. Labels never hold
+// a route, a key or a name, only the fixed endpoint names and status
+// codes, so the number of series does not depend on what clients send.
+//
+// The package is apart from the bus so that only interlink-bus links the
+// Prometheus client; the agent binary, which runs an in-memory bus for its
+// demo, does not.
+package busmetrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/interlink-go/interlink/internal/bus"
+)
+
+// Path is where the metrics are served.
+const Path = "/metrics"
+
+// namespace prefixes every metric.
+const namespace = "interlink_bus"
+
+// durationBuckets cover a fast request (a fraction of a millisecond) up to
+// the longest long-poll ([bus.MaxRecvTimeout]).
+var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+	0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
+// Metrics are the metrics of one bus. Create them with [New] before the
+// store, so it can report its commits ([Metrics.ObserveCommit]), then wrap
+// the bus with [Metrics.Handler].
+type Metrics struct {
+	reg       *prometheus.Registry
+	serve     http.Handler
+	next      http.Handler
+	requests  *prometheus.CounterVec
+	durations *prometheus.HistogramVec
+	commits   prometheus.Histogram
+	// byPath holds the per-request metrics of each served path, other
+	// those of every other path. Both are set in New and only read
+	// afterwards; a counter is made the first time its status code is
+	// answered. So the request path neither hashes label values nor
+	// allocates.
+	byPath map[string]*endpoint
+	other  *endpoint
+}
+
+// endpoint is the per-request metrics of one endpoint label.
+type endpoint struct {
+	label    string
+	duration prometheus.Observer
+	codes    [600]atomic.Pointer[prometheus.Counter] // by status code
+}
+
+// label returns the endpoint label of a served path: the path without its
+// slash, or "status" for the status page at "/".
+func label(path string) string {
+	if path == "/" {
+		return "status"
+	}
+	return strings.TrimPrefix(path, "/")
+}
+
+// New returns the metrics of a bus yet to be made, with the process and
+// Go runtime collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "requests_total",
+		Help: "HTTP requests answered, by endpoint and status code.",
+	}, []string{"endpoint", "code"})
+	m.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "request_duration_seconds",
+		Help:    "Time from reading a request's headers to the end of its answer, by endpoint; /recv includes the long-poll wait.",
+		Buckets: durationBuckets,
+	}, []string{"endpoint"})
+	m.commits = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "db_commit_seconds",
+		Help:    "Time from the start of a database write to its commit on disk, batching included; only a bus with --db has any.",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+	})
+	m.reg.MustRegister(m.requests, m.durations, m.commits,
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector())
+	m.serve = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return m
+}
+
+// Handler adds the counts and sizes of srv to the metrics and returns the
+// handler to serve: it answers [Path] itself and passes every other
+// request to srv, counting it. Call it once.
+func (m *Metrics) Handler(srv *bus.Server) http.Handler {
+	m.next = srv
+	m.byPath = make(map[string]*endpoint)
+	for _, p := range append(bus.Paths(), Path) {
+		l := label(p)
+		m.byPath[p] = &endpoint{label: l, duration: m.durations.WithLabelValues(l)}
+	}
+	// Unknown paths share one label: a path is whatever a client sends.
+	m.other = &endpoint{label: "other", duration: m.durations.WithLabelValues("other")}
+	m.reg.MustRegister(&statsCollector{srv: srv})
+	return m
+}
+
+// ObserveCommit records one database write that took d to commit; give it
+// to the store as [store.Options.ObserveCommit].
+func (m *Metrics) ObserveCommit(d time.Duration) { m.commits.Observe(d.Seconds()) }
+
+// ServeHTTP serves [Path] and passes every other request to the bus,
+// counting it. Use it only after [Metrics.Handler].
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	e, known := m.byPath[r.URL.Path]
+	if !known {
+		e = m.other
+	}
+	sw := writers.Get().(*statusWriter)
+	sw.ResponseWriter, sw.code = w, 0
+	if r.URL.Path == Path {
+		m.serveMetrics(sw, r)
+	} else {
+		m.next.ServeHTTP(sw, r)
+	}
+	code := sw.code
+	if code == 0 {
+		code = http.StatusOK // nothing written is an empty 200
+	}
+	sw.ResponseWriter = nil
+	writers.Put(sw)
+	e.counter(m.requests, code).Inc()
+	e.duration.Observe(time.Since(start).Seconds())
+}
+
+// serveMetrics serves GET and HEAD of [Path].
+func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		_, _ = w.Write([]byte(`{"error":"method not allowed"}`))
+		return
+	}
+	m.serve.ServeHTTP(w, r)
+}
+
+// counter returns the request counter of code, making it when first used.
+func (e *endpoint) counter(vec *prometheus.CounterVec, code int) prometheus.Counter {
+	if code < 0 || code >= len(e.codes) {
+		code = 0
+	}
+	if c := e.codes[code].Load(); c != nil {
+		return *c
+	}
+	c := vec.WithLabelValues(e.label, strconv.Itoa(code))
+	e.codes[code].CompareAndSwap(nil, &c)
+	return *e.codes[code].Load()
+}
+
+// statsCollector reports [bus.Server.Stats] when scraped.
+type statsCollector struct{ srv *bus.Server }
+
+func desc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(namespace+"_"+name, help, nil, nil)
+}
+
+var (
+	storedDesc    = desc("messages_stored_total", "Messages accepted by /send and stored.")
+	deliveredDesc = desc("messages_delivered_total", "Messages handed out by /recv; a message handed out twice counts twice.")
+	ackedDesc     = desc("messages_acknowledged_total", "Acknowledgements /ack accepted.")
+	droppedDesc   = desc("messages_dropped_total", "Messages dropped because their route's queue was full.")
+	parkedDesc    = desc("longpolls_parked", "Long-polls of /recv waiting for a message.")
+	rosterDesc    = desc("roster_entries", "Announcements on the roster, expired ones not yet pruned included.")
+	routesDesc    = desc("routes", "Routes whose queue holds at least one message.")
+	queuedDesc    = desc("messages_queued", "Messages stored in all queues together.")
+)
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{storedDesc, deliveredDesc, ackedDesc, droppedDesc, parkedDesc, rosterDesc, routesDesc, queuedDesc} {
+		ch <- d
+	}
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.srv.Stats()
+	counter := func(d *prometheus.Desc, v uint64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge := func(d *prometheus.Desc, v int) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter(storedDesc, st.Stored)
+	counter(deliveredDesc, st.Delivered)
+	counter(ackedDesc, st.Acknowledged)
+	counter(droppedDesc, st.Dropped)
+	gauge(parkedDesc, st.Parked)
+	gauge(rosterDesc, st.RosterEntries)
+	if st.Totals {
+		gauge(routesDesc, st.Routes)
+		gauge(queuedDesc, st.Queued)
+	}
+}
+
+// statusWriter records the status code of a response. It unwraps to the
+// underlying writer, so [http.ResponseController] still reaches it.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writers recycles statusWriters: one per request otherwise.
+var writers = sync.Pool{New: func() any { return new(statusWriter) }}
