@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -26,7 +27,8 @@ type target struct {
 // startBus starts a bus in this process on a free 127.0.0.1 port, with the
 // store cfg asks for.
 func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
-	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger}
+	metrics := busmetrics.New()
+	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger, ObserveCommit: metrics.ObserveCommit}
 	var (
 		st     store.Store
 		desc   string
@@ -69,7 +71,8 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	}
 	srv := bus.New(st, &bus.Options{Logger: logger})
 	hs := &http.Server{
-		Handler:           srv,
+		// Served as interlink-bus serves it, metrics included.
+		Handler:           metrics.Handler(srv),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
