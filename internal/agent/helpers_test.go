@@ -52,7 +52,14 @@ var seedCount atomic.Uint32
 // newIdent creates an identity with an empty peers.json.
 func newIdent(t testing.TB) *ident {
 	t.Helper()
-	seed := bytes.Repeat([]byte{byte(seedCount.Add(1))}, identity.SeedSize)
+	return newIdentFrom(t, byte(seedCount.Add(1)))
+}
+
+// newIdentFrom creates the identity whose seed is [identity.SeedSize]
+// copies of b, with an empty peers.json: the same key in every run.
+func newIdentFrom(t testing.TB, b byte) *ident {
+	t.Helper()
+	seed := bytes.Repeat([]byte{b}, identity.SeedSize)
 	s, err := identity.NewSigner(seed)
 	if err != nil {
 		t.Fatal(err)
@@ -328,21 +335,29 @@ func rosterHas(t testing.TB, url, key, session string) bool {
 }
 
 // switchable wraps a bus so that it can answer 503 to everything, or to one
-// endpoint, and counts requests per path.
+// endpoint, or refuse one endpoint with 400, and counts requests per path.
 type switchable struct {
 	mu     sync.Mutex
 	down   map[string]bool // path → failing; "" means every path
+	refuse map[string]bool // path → answered with 400
 	counts map[string]int
 }
 
 func newSwitchable() *switchable {
-	return &switchable{down: map[string]bool{}, counts: map[string]int{}}
+	return &switchable{down: map[string]bool{}, refuse: map[string]bool{}, counts: map[string]int{}}
 }
 
 func (s *switchable) set(path string, down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down[path] = down
+}
+
+// setRefused makes the bus answer requests for path with 400, or stop.
+func (s *switchable) setRefused(path string, refused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse[path] = refused
 }
 
 func (s *switchable) count(path string) int {
@@ -356,11 +371,18 @@ func (s *switchable) wrap(h http.Handler) http.Handler {
 		s.mu.Lock()
 		s.counts[r.URL.Path]++
 		down := s.down[""] || s.down[r.URL.Path]
+		refused := s.refuse[r.URL.Path]
 		s.mu.Unlock()
-		if down {
+		switch {
+		case down:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"error":"down for the test"}`))
+			return
+		case refused:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"error":"refused for the test"}`))
 			return
 		}
 		h.ServeHTTP(w, r)
