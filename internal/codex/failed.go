@@ -9,15 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // MaxFailed is the most entries a failed-delivery store holds.
 const MaxFailed = 64
-
-// NoticeSender is the sender of notice entries.
-const NoticeSender = render.SystemSender
 
 var (
 	// ErrFull means the store holds MaxFailed entries.

@@ -244,7 +244,7 @@ func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (
 //
 // Otherwise, under the lock, it
 //  1. prunes tombstones whose message timestamp is more than
-//     [gate.MaxPast] before now (they live as long as the gate would
+//     [protocol.MaxPast] before now (they live as long as the gate would
 //     accept a replay; unread records are never pruned),
 //  2. coalesces progress: when msg has a task_id and its status is update
 //     or terminal, every earlier record or tombstone with the same From,

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 // maxListedNames bounds how many petnames an unknown-peer error lists.
@@ -22,14 +23,14 @@ const maxListedNames = 20
 // text cannot send anything to a stranger. An unknown name is an error
 // wrapping [ErrUnknownPeer] that lists the known petnames.
 func (p *Policy) ResolveSendTarget(to string, own identity.PublicKey) (identity.PublicKey, string, error) {
-	if strings.EqualFold(strings.TrimSpace(to), SelfName) {
-		return own, SelfName, nil
+	if strings.EqualFold(strings.TrimSpace(to), protocol.SelfSender) {
+		return own, protocol.SelfSender, nil
 	}
 	if k, ok := p.Key(to); ok {
 		return k, to, nil
 	}
 	return identity.PublicKey{}, "", fmt.Errorf("policy: %w %q: expected %q or a petname from peers.json (keys and fingerprints are not accepted); %s",
-		ErrUnknownPeer, to, SelfName, p.knownNames())
+		ErrUnknownPeer, to, protocol.SelfSender, p.knownNames())
 }
 
 // knownNames describes the petnames of p for an error message.

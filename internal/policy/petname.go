@@ -8,24 +8,13 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // PetnameLimit is the most characters (Unicode code points) a petname may
 // have.
 const PetnameLimit = untrusted.NameLimit
-
-// Reserved names. Rendering puts a petname where the sender of a message is
-// named, and these two words already stand there for our own identity and
-// for interlink itself, so no peer may carry them.
-const (
-	// SelfName names our own identity: a message signed with our own key
-	// is attributed to it, and send_message takes it for another session
-	// of this identity.
-	SelfName = "self"
-	// SystemName is the sender of the notices interlink itself writes.
-	SystemName = "Interlink"
-)
 
 // CheckPetname returns nil when name may be a petname. Otherwise its error
 // wraps [ErrInvalidName] or [ErrReservedName] and says why.
@@ -63,7 +52,7 @@ func CheckPetname(name string) error {
 	}
 	if IsReserved(name) {
 		return fmt.Errorf("%w: %s and %s name our own identity and interlink's notices, in any case or spelling",
-			ErrReservedName, SelfName, SystemName)
+			ErrReservedName, protocol.SelfSender, protocol.SystemSender)
 	}
 	return nil
 }
@@ -89,7 +78,7 @@ func renderUnsafe(r rune) bool {
 // "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink" and "<self>" are all reserved.
 func IsReserved(name string) bool {
 	f := reservedForm(name)
-	return strings.EqualFold(f, SelfName) || strings.EqualFold(f, SystemName)
+	return strings.EqualFold(f, protocol.SelfSender) || strings.EqualFold(f, protocol.SystemSender)
 }
 
 // reservedForm returns name as [IsReserved] compares it.
