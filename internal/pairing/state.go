@@ -78,13 +78,7 @@ func encode(st State) ([]byte, error) {
 		Outbound: nonNil(st.Outbound),
 		Queued:   nonNil(st.Queued),
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(f); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return identity.Marshal(f)
 }
 
 func nonNil[T any](s []T) []T {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -187,15 +188,12 @@ func reminder(t Task, interval time.Duration) string {
 
 // encodeOutput returns the hook output carrying text, with a final newline.
 func encodeOutput(text string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(hookOutput{HookSpecificOutput: hookSpecific{
+	out, err := identity.Marshal(hookOutput{HookSpecificOutput: hookSpecific{
 		HookEventName:     "PostToolUse",
 		AdditionalContext: text,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("progress: hook: encode output: %v", err)
 	}
-	return buf.Bytes(), nil
+	return append(out, '\n'), nil
 }
