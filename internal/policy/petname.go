@@ -108,5 +108,5 @@ func ReducePetname(claimed string) string {
 		}
 		return r
 	}, untrusted.Clean(claimed))
-	return cutRunes(strings.TrimSpace(s), PetnameLimit)
+	return untrusted.CapRunes(strings.TrimSpace(s), PetnameLimit)
 }

@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // Store is peers.json on disk. Its fields are fixed by [Open], so a Store is
@@ -229,24 +229,11 @@ func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
 	// Terminates: p has finitely many names.
 	for n := 2; ; n++ {
 		suffix := "-" + strconv.Itoa(n)
-		name := cutRunes(base, PetnameLimit-len(suffix)) + suffix
+		name := untrusted.CapRunes(base, PetnameLimit-len(suffix)) + suffix
 		if _, taken := p.byName[name]; !taken {
 			return name
 		}
 	}
-}
-
-// cutRunes returns the first n characters of s, without trailing white
-// space.
-func cutRunes(s string, n int) string {
-	count := 0
-	for i := range s {
-		if count == n {
-			return strings.TrimSpace(s[:i])
-		}
-		count++
-	}
-	return s
 }
 
 // Remove deletes the entry for the petname name, matched exactly, and
