@@ -28,19 +28,19 @@ import (
 var (
 	// ErrBadSignature: the signature does not verify, or from or to is
 	// not a valid key.
-	ErrBadSignature = errors.New("bad signature")
+	ErrBadSignature = errors.New("gate: bad signature")
 	// ErrWrongRecipient: validly signed, but for another identity.
-	ErrWrongRecipient = errors.New("wrong recipient")
+	ErrWrongRecipient = errors.New("gate: wrong recipient")
 	// ErrNotAllowlisted: an ordinary message from a key that is neither a
 	// peer nor our own.
-	ErrNotAllowlisted = errors.New("sender not allowlisted")
+	ErrNotAllowlisted = errors.New("gate: sender not allowlisted")
 	// ErrStale: the timestamp is outside the freshness window.
-	ErrStale = errors.New("stale timestamp")
+	ErrStale = errors.New("gate: stale timestamp")
 	// ErrReplay: this sender's msg_id was already admitted.
-	ErrReplay = errors.New("replay")
+	ErrReplay = errors.New("gate: replay")
 	// ErrUnexpected: admitted by the checks, but nothing handles it (a
 	// pairing request from a peer or from our own key).
-	ErrUnexpected = errors.New("unexpected message")
+	ErrUnexpected = errors.New("gate: unexpected message")
 )
 
 // Reason returns the stable log value for a rejection: the sentinel's name
@@ -172,12 +172,12 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	// 1. Signature, which also parses from and to.
 	sender, err := m.Verify()
 	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return Decision{}, fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
 	// 2. Addressed to me: byte equality of the decoded keys.
 	to, err := identity.ParsePublicKey(m.To)
 	if err != nil { // unreachable after Verify; kept for safety
-		return Decision{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return Decision{}, fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
 	if to != g.me {
 		return Decision{}, fmt.Errorf("%w: addressed to %s", ErrWrongRecipient, to.Fingerprint())
