@@ -150,6 +150,25 @@ type Agent struct {
 	stopped bool // Stop has begun; guarded by mu
 }
 
+// SettingError reports a setting that [New] could not use: the key file,
+// peers.json or the relay URLs. It names the flag and the environment
+// variable that give the setting, so a command line can say what to fix.
+type SettingError struct {
+	// Setting names what was wrong, as a person would: "key file".
+	Setting string
+	// Flag and Env are the flag and the environment variable that set it.
+	Flag, Env string
+	// Err is the cause.
+	Err error
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("%s (%s / %s): %v", e.Setting, e.Flag, e.Env, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SettingError) Unwrap() error { return e.Err }
+
 // ResolveSession returns the session id: explicit (the --session flag or
 // INTERLINK_SESSION) if not blank, else claude (CLAUDE_CODE_SESSION_ID) if not
 // blank, else a new random id of 8 hex digits. Values are trimmed. The id
@@ -196,15 +215,15 @@ func New(cfg Config) (*Agent, error) {
 	}
 	signer, err := identity.LoadKeyFile(cfg.KeyPath)
 	if err != nil {
-		return nil, fmt.Errorf("key file (--key / INTERLINK_KEY): %w", err)
+		return nil, &SettingError{Setting: "key file", Flag: "--key", Env: "INTERLINK_KEY", Err: err}
 	}
 	peers, err := policy.Open(cfg.PeersPath)
 	if err != nil {
-		return nil, fmt.Errorf("peers file (--peers / INTERLINK_PEERS): %w", err)
+		return nil, &SettingError{Setting: "peers file", Flag: "--peers", Env: "INTERLINK_PEERS", Err: err}
 	}
 	urls, err := relay.ParseURLs(cfg.URLs)
 	if err != nil {
-		return nil, fmt.Errorf("relay URLs (--url / INTERLINK_URL): %w", err)
+		return nil, &SettingError{Setting: "relay URLs", Flag: "--url", Env: "INTERLINK_URL", Err: err}
 	}
 	a := &Agent{
 		cfg:      cfg,

@@ -124,7 +124,7 @@ func (a *Agent) failedDeliveries(ctx context.Context, args args) (string, error)
 			return "", fmt.Errorf("codex queue failed again: %w", err)
 		}
 		if err := store.Remove(id); err != nil {
-			return "", fmt.Errorf("handed to Codex, but the saved entry could not be removed (%v); retrying it again may queue it twice", err)
+			return "", fmt.Errorf("handed to Codex, but the saved entry could not be removed (%w); retrying it again may queue it twice", err)
 		}
 		if e.Notice {
 			if err := a.mailbox.Finish(ctx, e.MsgID, mailbox.StateHostQueued); err != nil {

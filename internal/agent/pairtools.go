@@ -33,9 +33,9 @@ func (a *Agent) requestPair(ctx context.Context, args args) (string, error) {
 	}
 	// The target becomes the peer's petname here once the other side
 	// accepts; refusing a name now beats a pairing that cannot complete.
-	if err := policy.CheckPetname(target); err != nil {
+	if pe, ok := errors.AsType[*policy.PetnameError](policy.CheckPetname(target)); ok {
 		return "", invalidf("%q cannot become a petname (%s); use the 8-character fingerprint or the full key from discover instead",
-			target, strings.TrimPrefix(err.Error(), "policy: "))
+			target, pe.Reason)
 	}
 	ros := relay.FetchRoster(ctx, a.relays)
 	if ros.Available == 0 {
@@ -51,8 +51,7 @@ func (a *Agent) requestPair(ctx context.Context, args args) (string, error) {
 		var amb *policy.AmbiguousError
 		switch {
 		case errors.As(err, &amb):
-			return "", invalidf("%q is ambiguous on the roster; give the fingerprint or the full key: %s",
-				target, strings.TrimPrefix(err.Error(), "policy: "))
+			return "", invalidf("%q is ambiguous on the roster; give the fingerprint or the full key: %v", target, amb)
 		case errors.Is(err, policy.ErrUnknownPeer):
 			return "", invalidf("no node %q on the roster; run discover to see who is there", target)
 		}
@@ -217,7 +216,7 @@ func (a *Agent) listPeers(context.Context, args) (string, error) {
 
 // peersError wraps a failed change of peers.json.
 func peersError(err error) error {
-	return fmt.Errorf("updating peers: %s", strings.TrimPrefix(err.Error(), "policy: "))
+	return fmt.Errorf("updating peers: %w", err)
 }
 
 func (a *Agent) addPeer(_ context.Context, args args) (string, error) {

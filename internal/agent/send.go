@@ -9,6 +9,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
@@ -172,8 +173,11 @@ func (a *Agent) resolvePetname(to string, allowSelf bool) (identity.PublicKey, s
 		return identity.PublicKey{}, "", invalidf("unknown peer %q: no such petname in peers.json", to)
 	}
 	key, label, err := p.ResolveSendTarget(to, a.own)
+	if upe, ok := errors.AsType[*policy.UnknownPeerError](err); ok {
+		return identity.PublicKey{}, "", invalidf("%v", upe)
+	}
 	if err != nil {
-		return identity.PublicKey{}, "", invalidf("%s", strings.TrimPrefix(err.Error(), "policy: "))
+		return identity.PublicKey{}, "", invalidf("%v", err)
 	}
 	return key, label, nil
 }
@@ -203,7 +207,7 @@ func (a *Agent) queue(ctx context.Context, t target, peer, logText string, m *id
 	}
 	if err := a.outbox.EnqueueLogged(ctx, rt, peer, logText, *m); err != nil {
 		if errors.Is(err, outbox.ErrFull) {
-			return "", invalidf("not sent: %s", strings.TrimPrefix(err.Error(), "outbox: "))
+			return "", invalidf("not sent: %v", err)
 		}
 		return "", localState(err)
 	}
