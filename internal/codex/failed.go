@@ -59,7 +59,7 @@ func decodeEntries(data []byte, exists bool) ([]Entry, error) {
 	}
 	var es []Entry
 	if err := json.Unmarshal(data, &es); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return es, nil
 }

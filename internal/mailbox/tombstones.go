@@ -108,7 +108,7 @@ func (t *tombLog) refresh() error {
 			tb, err := decodeTombstone(line)
 			if err != nil {
 				t.reset()
-				return fmt.Errorf("%w: %s line %d: %v", ErrCorrupt, t.path, t.lines+1, err)
+				return fmt.Errorf("%w: %s line %d: %w", ErrCorrupt, t.path, t.lines+1, err)
 			}
 			t.apply(tb)
 		}

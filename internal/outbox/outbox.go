@@ -326,7 +326,7 @@ func (o *Outbox) EnqueueLogged(ctx context.Context, route, peer, logText string,
 	}
 	payload, err := m.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("outbox: enqueue %s: encode: %v", m.MsgID, err)
+		return fmt.Errorf("outbox: enqueue %s: encode: %w", m.MsgID, err)
 	}
 	now := identity.Millis(o.now())
 	err = o.update(ctx, func(d *document) (bool, error) {

@@ -168,7 +168,7 @@ func (m *Markers) touch(t time.Time) error {
 func (m *Markers) open(t Task) error {
 	data, err := json.Marshal(taskJSON{TaskID: t.ID, Peer: t.Peer, Since: t.Since.UnixMilli()})
 	if err != nil {
-		return fmt.Errorf("progress: encode marker: %v", err)
+		return fmt.Errorf("progress: encode marker: %w", err)
 	}
 	return m.locked(func() error {
 		if err := statefile.WriteAtomic(m.marker, data); err != nil {
@@ -188,7 +188,7 @@ func (m *Markers) clear(taskID string) error {
 			return err
 		}
 		if err := os.Remove(m.marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("progress: %v", err)
+			return fmt.Errorf("progress: %w", err)
 		}
 		return nil
 	})
@@ -218,7 +218,7 @@ func readTask(path string) (Task, bool, error) {
 	}
 	t, err := decodeTask(data)
 	if err != nil {
-		return Task{}, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return Task{}, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}
 	return t, true, nil
 }
@@ -275,12 +275,12 @@ func readLimited(path string, limit int64) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("progress: %v", err)
+		return nil, false, fmt.Errorf("progress: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, false, fmt.Errorf("progress: read %s: %v", path, err)
+		return nil, false, fmt.Errorf("progress: read %s: %w", path, err)
 	}
 	return data, true, nil
 }
