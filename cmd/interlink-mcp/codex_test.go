@@ -294,11 +294,12 @@ func TestCodexFailedDeliveries(t *testing.T) {
 	if got := cx.ok("conversation_history", map[string]any{"peer": "peer"}); !strings.Contains(got, "the body that waits") {
 		t.Errorf("history = %q", got)
 	}
-	// Unknown ids and actions are caller mistakes.
+	// Unknown ids and actions are caller mistakes; the schema names the
+	// actions.
 	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "read", "id": "nope"}); !strings.Contains(rpcErr, "unknown failure id") {
 		t.Errorf("unknown id: %q", rpcErr)
 	}
-	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "explode"}); !strings.Contains(rpcErr, "list, read, retry or discard") {
+	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "explode"}); !strings.Contains(rpcErr, "failed_deliveries: action: value must be one of 'list', 'read', 'retry', 'discard'") {
 		t.Errorf("unknown action: %q", rpcErr)
 	}
 	// A failing retry keeps the entry.

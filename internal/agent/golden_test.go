@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
@@ -60,16 +62,12 @@ func checkGolden(t *testing.T, name, comment string, sections []txtar.File) {
 // description and input schema as tools/list reports them: hosts and the
 // model read them, so a change is a decision.
 func TestToolListGolden(t *testing.T) {
-	n := start(t, newIdent(t), "s1", []string{startBus(t)}, nil)
-	tools := n.a.MCP().ListTools()
-	names := make([]string, 0, len(tools))
-	for name := range tools {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	n := agenttest.Start(t, agenttest.NewIdent(t), "s1", []string{agenttest.StartBus(t)}, nil)
+	tools := n.A.Tools()
+	names := slices.Sorted(maps.Keys(tools))
 	sections := []txtar.File{{Name: "instructions", Data: []byte(agent.Instructions + "\n")}}
 	for _, name := range names {
-		b, err := json.MarshalIndent(tools[name].Tool, "", "  ")
+		b, err := json.MarshalIndent(tools[name], "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,9 +95,9 @@ func newTranscript(t *testing.T) *transcript {
 }
 
 // name makes id's key and fingerprint show as <who-key> and <who-fp>.
-func (tr *transcript) name(id *ident, who string) {
-	tr.names[id.key()] = "<" + who + "-key>"
-	tr.names[id.signer.Public().Fingerprint()] = "<" + who + "-fp>"
+func (tr *transcript) name(id *agenttest.Ident, who string) {
+	tr.names[id.Key()] = "<" + who + "-key>"
+	tr.names[id.Signer.Public().Fingerprint()] = "<" + who + "-fp>"
 }
 
 // notice makes the notice id show as <notice-N>.
@@ -140,7 +138,7 @@ func (tr *transcript) add(name, text string) {
 func sinkRecord(t *testing.T, sink *delivery.Memory, prefix string) delivery.Record {
 	t.Helper()
 	var got delivery.Record
-	eventually(t, "a sink record starting "+prefix, func() bool {
+	agenttest.Eventually(t, "a sink record starting "+prefix, func() bool {
 		for _, r := range sink.Records() {
 			if strings.HasPrefix(r.Content, prefix) {
 				got = r
@@ -165,106 +163,108 @@ func noticeRecord(r delivery.Record) string {
 // conversation between real agents over a real bus.
 func TestTextsGolden(t *testing.T) {
 	clk := bustest.NewClock()
-	sw := newSwitchable()
-	url := bustest.Start(t, &bustest.Options{Now: clk.Now, Wrap: sw.wrap})
-	alice, bob, carol, dave := newIdentFrom(t, 0xa1), newIdentFrom(t, 0xb2), newIdentFrom(t, 0xc3), newIdentFrom(t, 0xd4)
-	alice.admit(t, "bob", bob, "dave", dave)
-	bob.admit(t, "alice", alice)
-	carol.admit(t, "bob-desk", dave) // the name carol will give bob is taken
+	sw := agenttest.NewSwitchable()
+	url := bustest.Start(t, &bustest.Options{Now: clk.Now, Wrap: sw.Wrap})
+	alice, bob, carol, dave := agenttest.IdentFrom(t, 0xa1), agenttest.IdentFrom(t, 0xb2), agenttest.IdentFrom(t, 0xc3), agenttest.IdentFrom(t, 0xd4)
+	alice.Admit(t, "bob", bob, "dave", dave)
+	bob.Admit(t, "alice", alice)
+	carol.Admit(t, "bob-desk", dave) // the name carol will give bob is taken
 	tr := newTranscript(t)
-	for who, id := range map[string]*ident{"alice": alice, "bob": bob, "carol": carol, "dave": dave} {
+	for who, id := range map[string]*agenttest.Ident{"alice": alice, "bob": bob, "carol": carol, "dave": dave} {
 		tr.name(id, who)
 	}
 	tr.names[url] = "<relay>"
 	// dave's only session was last seen two minutes ago.
-	announce(t, url, dave, "d1")
+	agenttest.Announce(t, url, dave, "d1")
 	clk.Advance(2 * time.Minute)
-	named := func(name string) *nodeOpts { return &nodeOpts{edit: func(c *agent.Config) { c.Name = name }} }
-	a := start(t, alice, "a1", []string{url}, named("alice-desk"))
-	b := start(t, bob, "b1", []string{url}, named("bob-desk"))
-	onRoster(t, url, alice.key(), "a1")
-	onRoster(t, url, bob.key(), "b1")
+	named := func(name string) *agenttest.Options {
+		return &agenttest.Options{Edit: func(c *agent.Config) { c.Name = name }}
+	}
+	a := agenttest.Start(t, alice, "a1", []string{url}, named("alice-desk"))
+	b := agenttest.Start(t, bob, "b1", []string{url}, named("bob-desk"))
+	agenttest.OnRoster(t, url, alice.Key(), "a1")
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
 
-	tr.add("receive-nothing-unread", b.ok("receive_messages", nil))
+	tr.add("receive-nothing-unread", b.OK("receive_messages", nil))
 
 	// A message to a live session, from sending to acknowledging.
-	sent := a.ok("send_message", map[string]any{"to": "bob", "text": "hello bob"})
+	sent := a.OK("send_message", map[string]any{"to": "bob", "text": "hello bob"})
 	tr.add("send-live", sent)
-	id := msgID(t, sent)
-	notice := sinkRecord(t, b.sink, "[Interlink inbox notice]")
+	id := agenttest.MsgID(t, sent)
+	notice := sinkRecord(t, b.Sink, "[Interlink inbox notice]")
 	tr.notice(notice.MsgID)
 	tr.add("inbox-notice", noticeRecord(notice))
-	b.waitText("message_status", map[string]any{"msg_id": id}, "[inbox_queued]")
-	got := b.ok("receive_messages", map[string]any{"notification_id": notice.MsgID})
+	b.WaitText("message_status", map[string]any{"msg_id": id}, "[inbox_queued]")
+	got := b.OK("receive_messages", map[string]any{"notification_id": notice.MsgID})
 	tr.add("receive", got)
-	tr.add("status-received", b.ok("message_status", map[string]any{"msg_id": id}))
-	tr.add("status-sent", a.waitText("message_status", map[string]any{"msg_id": id}, "[bus_accepted]"))
+	tr.add("status-received", b.OK("message_status", map[string]any{"msg_id": id}))
+	tr.add("status-sent", a.WaitText("message_status", map[string]any{"msg_id": id}, "[bus_accepted]"))
 	receipts := testutil.Receipts(t, got)
-	tr.add("acknowledge", b.ok("acknowledge_messages", map[string]any{"messages": []any{receipts[0]}}))
-	tr.add("acknowledge-again", b.ok("acknowledge_messages", map[string]any{"messages": []any{receipts[0]}}))
-	tr.add("status-acknowledged", b.ok("message_status", map[string]any{"msg_id": id}))
-	tr.add("status-unknown", b.ok("message_status", map[string]any{"msg_id": "0123"}))
-	tr.add("list-pending-nothing", a.ok("list_pending", nil))
+	tr.add("acknowledge", b.OK("acknowledge_messages", map[string]any{"messages": []any{receipts[0]}}))
+	tr.add("acknowledge-again", b.OK("acknowledge_messages", map[string]any{"messages": []any{receipts[0]}}))
+	tr.add("status-acknowledged", b.OK("message_status", map[string]any{"msg_id": id}))
+	tr.add("status-unknown", b.OK("message_status", map[string]any{"msg_id": "0123"}))
+	tr.add("list-pending-nothing", a.OK("list_pending", nil))
 
 	// A task: opened, a progress update in reply, a cancellation.
-	open := a.ok("send_message", map[string]any{"to": "bob", "text": "please build", "task_id": "t1"})
+	open := a.OK("send_message", map[string]any{"to": "bob", "text": "please build", "task_id": "t1"})
 	tr.add("send-task", open)
-	b.waitText("message_status", map[string]any{"msg_id": msgID(t, open)}, "[inbox_queued]")
-	got = b.ok("receive_messages", nil)
+	b.WaitText("message_status", map[string]any{"msg_id": agenttest.MsgID(t, open)}, "[inbox_queued]")
+	got = b.OK("receive_messages", nil)
 	tr.add("receive-task", got)
-	b.ok("acknowledge_messages", map[string]any{"messages": []any{testutil.Receipts(t, got)[0]}})
-	tr.add("send-task-update", b.ok("send_message", map[string]any{"to": "alice", "text": "halfway",
-		"task_id": "t1", "status": "update", "in_reply_to": msgID(t, open)}))
-	tr.add("receive-progress", a.waitText("receive_messages", nil, "halfway"))
-	cancel := a.ok("cancel_task", map[string]any{"to": "bob", "task_id": "t1", "reason": "no longer needed"})
+	b.OK("acknowledge_messages", map[string]any{"messages": []any{testutil.Receipts(t, got)[0]}})
+	tr.add("send-task-update", b.OK("send_message", map[string]any{"to": "alice", "text": "halfway",
+		"task_id": "t1", "status": "update", "in_reply_to": agenttest.MsgID(t, open)}))
+	tr.add("receive-progress", a.WaitText("receive_messages", nil, "halfway"))
+	cancel := a.OK("cancel_task", map[string]any{"to": "bob", "task_id": "t1", "reason": "no longer needed"})
 	tr.add("cancel-task", cancel)
-	b.waitText("message_status", map[string]any{"msg_id": msgID(t, cancel)}, "[inbox_queued]")
-	got = b.ok("receive_messages", nil)
+	b.WaitText("message_status", map[string]any{"msg_id": agenttest.MsgID(t, cancel)}, "[inbox_queued]")
+	got = b.OK("receive_messages", nil)
 	tr.add("receive-cancel", got)
-	b.ok("acknowledge_messages", map[string]any{"messages": []any{testutil.Receipts(t, got)[0]}})
+	b.OK("acknowledge_messages", map[string]any{"messages": []any{testutil.Receipts(t, got)[0]}})
 
 	// Where the roster says the session is.
-	tr.add("send-away", a.ok("send_message", map[string]any{"to": "dave", "text": "are you there?"}))
-	tr.add("send-not-on-roster", a.ok("send_message", map[string]any{"to": "bob", "session": "zzz", "text": "anyone?"}))
-	a.waitText("list_pending", nil, "Nothing is waiting")
-	blind, blinded := startSwitchableBus(t)
-	blinded.set("/roster", true)
-	lone := start(t, alice, "a9", []string{blind}, nil)
-	tr.add("send-no-roster", lone.ok("send_message", map[string]any{"to": "bob", "session": "b7", "text": "x"}))
+	tr.add("send-away", a.OK("send_message", map[string]any{"to": "dave", "text": "are you there?"}))
+	tr.add("send-not-on-roster", a.OK("send_message", map[string]any{"to": "bob", "session": "zzz", "text": "anyone?"}))
+	a.WaitText("list_pending", nil, "Nothing is waiting")
+	blind, blinded := agenttest.StartSwitchableBus(t)
+	blinded.Set("/roster", true)
+	lone := agenttest.Start(t, alice, "a9", []string{blind}, nil)
+	tr.add("send-no-roster", lone.OK("send_message", map[string]any{"to": "bob", "session": "b7", "text": "x"}))
 
 	// No relay takes anything for a while.
-	sw.set("/send", true)
-	pending := a.ok("send_message", map[string]any{"to": "bob", "text": "while the relay refuses"})
+	sw.Set("/send", true)
+	pending := a.OK("send_message", map[string]any{"to": "bob", "text": "while the relay refuses"})
 	tr.add("send-while-refused", pending)
-	tr.add("list-pending", a.ok("list_pending", nil))
-	tr.add("status-pending", a.ok("message_status", map[string]any{"msg_id": msgID(t, pending)}))
-	sw.set("/send", false)
-	b.waitText("receive_messages", nil, "while the relay refuses")
-	sw.setRefused("/send", true)
-	refused := a.ok("send_message", map[string]any{"to": "bob", "text": "refused"})
-	tr.add("status-rejected", a.waitText("message_status", map[string]any{"msg_id": msgID(t, refused)}, "[rejected]"))
-	tr.add("list-pending-rejected", a.ok("list_pending", nil))
-	sw.setRefused("/send", false)
+	tr.add("list-pending", a.OK("list_pending", nil))
+	tr.add("status-pending", a.OK("message_status", map[string]any{"msg_id": agenttest.MsgID(t, pending)}))
+	sw.Set("/send", false)
+	b.WaitText("receive_messages", nil, "while the relay refuses")
+	sw.SetRefused("/send", true)
+	refused := a.OK("send_message", map[string]any{"to": "bob", "text": "refused"})
+	tr.add("status-rejected", a.WaitText("message_status", map[string]any{"msg_id": agenttest.MsgID(t, refused)}, "[rejected]"))
+	tr.add("list-pending-rejected", a.OK("list_pending", nil))
+	sw.SetRefused("/send", false)
 
 	// Pairing: carol asks alice, who accepts; carol asks bob under a name
 	// she already uses for someone else.
-	c := start(t, carol, "c1", []string{url}, named("carol-laptop"))
-	tr.add("request-pair", c.ok("request_pair", map[string]any{"target": "alice-desk"}))
-	tr.add("knock-notice", noticeRecord(sinkRecord(t, a.sink, "Pairing request")))
-	tr.add("list-pair-requests", a.ok("list_pair_requests", nil))
-	tr.add("accept-pair", a.ok("accept_pair", map[string]any{"fingerprint": carol.signer.Public().Fingerprint()}))
-	tr.add("paired-notice", noticeRecord(sinkRecord(t, c.sink, "Paired with")))
-	c.ok("request_pair", map[string]any{"target": "bob-desk"})
-	sinkRecord(t, b.sink, "Pairing request")
-	b.ok("accept_pair", map[string]any{"fingerprint": carol.signer.Public().Fingerprint()})
-	tr.add("pair-conflict-notice", noticeRecord(sinkRecord(t, c.sink, "Pairing could not complete")))
-	tr.add("reject-pair-nothing", b.ok("reject_pair", map[string]any{"fingerprint": carol.signer.Public().Fingerprint()}))
+	c := agenttest.Start(t, carol, "c1", []string{url}, named("carol-laptop"))
+	tr.add("request-pair", c.OK("request_pair", map[string]any{"target": "alice-desk"}))
+	tr.add("knock-notice", noticeRecord(sinkRecord(t, a.Sink, "Pairing request")))
+	tr.add("list-pair-requests", a.OK("list_pair_requests", nil))
+	tr.add("accept-pair", a.OK("accept_pair", map[string]any{"fingerprint": carol.Signer.Public().Fingerprint()}))
+	tr.add("paired-notice", noticeRecord(sinkRecord(t, c.Sink, "Paired with")))
+	c.OK("request_pair", map[string]any{"target": "bob-desk"})
+	sinkRecord(t, b.Sink, "Pairing request")
+	b.OK("accept_pair", map[string]any{"fingerprint": carol.Signer.Public().Fingerprint()})
+	tr.add("pair-conflict-notice", noticeRecord(sinkRecord(t, c.Sink, "Pairing could not complete")))
+	tr.add("reject-pair-nothing", b.OK("reject_pair", map[string]any{"fingerprint": carol.Signer.Public().Fingerprint()}))
 
 	// alice goes away: bob, who wrote to her last, hears of it.
-	b.ok("acknowledge_messages", map[string]any{"messages": testutil.Receipts(t, b.ok("receive_messages", nil))})
-	a.stop()
-	bye := testutil.Receipts(t, b.waitText("receive_messages", nil, "shutting down"))
-	tr.add("goodbye", b.waitText("receive_messages", nil, "[inbox_queued]"))
+	b.OK("acknowledge_messages", map[string]any{"messages": testutil.Receipts(t, b.OK("receive_messages", nil))})
+	a.Stop()
+	bye := testutil.Receipts(t, b.WaitText("receive_messages", nil, "shutting down"))
+	tr.add("goodbye", b.WaitText("receive_messages", nil, "[inbox_queued]"))
 	if len(bye) != 1 {
 		t.Errorf("%d unread messages after the goodbye, want only the goodbye", len(bye))
 	}

@@ -128,10 +128,7 @@ func start(t testing.TB, p *party, session, url string, o *nodeOpts) *node {
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(a.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := a.Client()
 	c.OnNotification(func(x mcp.JSONRPCNotification) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
