@@ -144,8 +144,7 @@ func TestNoAnnouncementFollowsTheUnregister(t *testing.T) {
 		}
 		a.Stop()
 		announced := sw.Count("/announce")
-		time.Sleep(10 * agenttest.Timing().Announce)
-		synctest.Wait()
+		agenttest.Elapse(10 * agenttest.Timing().Announce)
 		if agenttest.RosterHas(url, alice.Key(), "a1") {
 			t.Error("on the roster after Stop")
 		}
@@ -212,10 +211,7 @@ func TestStopDrainsTheOutbox(t *testing.T) {
 		sw.Set("/send", true) // the first attempt fails; the next comes from the drain
 		a.OK("send_message", map[string]any{"to": "bob", "text": "last words"})
 		synctest.Wait()
-		go func() {
-			time.Sleep(agent.DrainTimeout / 2)
-			sw.Set("/send", false)
-		}()
+		time.AfterFunc(agent.DrainTimeout/2, func() { sw.Set("/send", false) })
 		a.Stop()
 		synctest.Wait()
 		b.WaitText("receive_messages", nil, "last words")
@@ -242,10 +238,10 @@ func TestCancelledParentDrainsTheOutbox(t *testing.T) {
 		if sw.Count("/send") == before {
 			t.Fatal("the first attempt was not made")
 		}
+		// The relay comes back well inside the grace period.
+		time.AfterFunc(agent.DrainTimeout/2, func() { sw.Set("/send", false) })
 		cancel()
-		time.Sleep(agent.DrainTimeout / 2) // the relay comes back well inside the grace period
-		sw.Set("/send", false)
-		synctest.Wait()
+		agenttest.Elapse(agent.DrainTimeout)
 		b.WaitText("receive_messages", nil, "said as the signal came")
 		a.A.Stop() // returns once the shutdown the cancellation started is over
 		if agenttest.RosterHas(url, alice.Key(), "a1") {

@@ -29,8 +29,7 @@ func TestProgressAloneNeverWakesTheHost(t *testing.T) {
 		synctest.Wait()
 		a.OK("send_message", map[string]any{"to": "bob", "text": "10%", "task_id": "t", "status": "update"})
 		a.OK("send_message", map[string]any{"to": "bob", "text": "20%", "task_id": "t", "status": "update"})
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		agenttest.Elapse(time.Minute)
 		if n := b.Known(); n != 2 {
 			t.Fatalf("bob's mailbox knows %d messages, want the two updates", n)
 		}
@@ -38,8 +37,7 @@ func TestProgressAloneNeverWakesTheHost(t *testing.T) {
 			t.Fatalf("progress produced notices: %+v", got)
 		}
 		a.OK("send_message", map[string]any{"to": "bob", "text": "which branch?", "task_id": "t", "status": "needs_input"})
-		time.Sleep(agenttest.Timing().Notify)
-		synctest.Wait()
+		agenttest.Elapse(agenttest.Timing().Notify)
 		if n := len(b.Sink.Records()); n != 1 {
 			t.Errorf("%d notices for the question, want 1", n)
 		}
@@ -66,8 +64,7 @@ func TestTwoProcessesOfASessionShareOneMailboxAndOneNotifier(t *testing.T) {
 		a := agenttest.Start(t, alice, "a1", []string{url}, nil)
 		synctest.Wait()
 		a.OK("send_message", map[string]any{"to": "bob", "text": "one"})
-		time.Sleep(time.Minute) // long enough for notices to expire and be issued again
-		synctest.Wait()
+		agenttest.Elapse(time.Minute) // long enough for notices to expire and be issued again
 		n1, n2 := len(b1.Sink.Records()), len(b2.Sink.Records())
 		if n1+n2 == 0 || n1 > 0 && n2 > 0 {
 			t.Errorf("notices from the two processes: %d and %d, want them from one only", n1, n2)

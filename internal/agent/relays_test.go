@@ -75,8 +75,7 @@ func TestEveryRelayIsAnnouncedToPolledAndSentTo(t *testing.T) {
 		sw1.Set("/send", true)
 		before := sw1.Count("/send")
 		id := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "text": "one relay down"}))
-		time.Sleep(10 * agenttest.Timing().Retry)
-		synctest.Wait()
+		agenttest.Elapse(10 * agenttest.Timing().Retry)
 		a.WaitText("message_status", map[string]any{"msg_id": id}, "[bus_accepted]")
 		if got := sw1.Count("/send") - before; got != 1 {
 			t.Errorf("the failing relay got %d sends in ten retry periods, want 1", got)
@@ -185,8 +184,7 @@ func TestUnwritableMailboxKeepsTheMessageOnTheRelay(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := agenttest.SendAs(t, url, alice, alice.Key()+"#a1", b, "wait for me")
-		time.Sleep(10 * agenttest.Timing().RetryDelay)
-		synctest.Wait()
+		agenttest.Elapse(10 * agenttest.Timing().RetryDelay)
 		if !strings.Contains(b.Logs.String(), "message kept on the relay") {
 			t.Error("no failed commit logged")
 		}
@@ -196,8 +194,7 @@ func TestUnwritableMailboxKeepsTheMessageOnTheRelay(t *testing.T) {
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(agenttest.Timing().RetryDelay)
-		synctest.Wait()
+		agenttest.Elapse(agenttest.Timing().RetryDelay)
 		got := b.OK("receive_messages", nil)
 		if !strings.Contains(got, m.MsgID) {
 			t.Errorf("receive = %q", got)

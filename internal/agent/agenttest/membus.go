@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
@@ -119,4 +120,14 @@ func (memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return rec.Result(), nil
+}
+
+// Elapse lets d pass on the clock of the testing/synctest bubble it is
+// called in, then waits until every other goroutine of the bubble is
+// blocked again: whatever the agents were going to do in that time, they
+// have done. Outside a bubble it would sleep for real; it must not be used
+// there.
+func Elapse(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }

@@ -340,8 +340,7 @@ func TestSelfReachesAnotherSessionNeverThisOne(t *testing.T) {
 		if !strings.HasPrefix(got, "queued for SELF  (alpha-2)") {
 			t.Errorf("self by prefix = %q", got)
 		}
-		time.Sleep(time.Minute)
-		synctest.Wait()
+		agenttest.Elapse(time.Minute)
 		recv := two.OK("receive_messages", nil)
 		if !strings.Contains(recv, "to my sibling") || !strings.Contains(recv, "by prefix") || !strings.Contains(recv, `sender="self"`) {
 			t.Errorf("sibling received %q", recv)
