@@ -3,8 +3,7 @@
 package main
 
 // Process tests of the Codex host with a stub codex executable that records
-// its arguments (agent.md items 49–50 and the process-level cases of the
-// Codex delivery design).
+// its arguments: binding, delivery through codex queue, saved failures.
 
 import (
 	"bytes"
@@ -93,9 +92,9 @@ func codexServer(t testing.TB, f *agentFiles, url string, stub *codexStub, extra
 	return p
 }
 
-// Item 49: an unbound Codex server is invisible and refuses tools that need
-// a session; binding checks the UUID, is idempotent and cannot switch.
-func TestCodexBinding(t *testing.T) {
+// An unbound Codex server is invisible and refuses tools that need a
+// session; binding checks the UUID, is idempotent and cannot switch.
+func TestCodexServerIsInvisibleUntilBoundOnce(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	p := codexServer(t, f, url, newCodexStub(t))
@@ -154,8 +153,8 @@ func rosterHasKey(url, key string) bool {
 	return false
 }
 
-// Item 50 and the delivery cases: a hostile message from a Claude session
-// becomes a notice handed to codex queue as plain arguments, after a failed
+// A hostile message from a Claude session becomes a notice handed to codex
+// queue as plain arguments, after a failed
 // first attempt; a stranger's message never reaches the stub; the body is
 // fetched literally and defanged; the reply reaches a Claude channel.
 func TestCodexQueueDelivery(t *testing.T) {

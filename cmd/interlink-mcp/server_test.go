@@ -25,8 +25,8 @@ func onRoster(url, key, session string) bool {
 	return false
 }
 
-// Item 1 (server half) and the start of a Claude Code connection: the
-// session id comes from --session, INTERLINK_SESSION, then
+// The start of a Claude Code connection: the session id comes from
+// --session, INTERLINK_SESSION, then
 // CLAUDE_CODE_SESSION_ID; server/discover before initialize is answered
 // with an error that does not end the session; stdout holds only JSON-RPC.
 func TestServerSessionID(t *testing.T) {
@@ -112,7 +112,7 @@ func TestServerStartup(t *testing.T) {
 	}
 }
 
-// Item 6: closing stdin takes the session off the roster and exits 0.
+// Closing stdin takes the session off the roster and exits 0.
 func TestServerStdinClose(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
