@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -196,17 +197,8 @@ func (m *Markers) clear(taskID string) error {
 
 // locked runs fn with the marker's lock held and returns its error, or the
 // error from releasing the lock if fn succeeded.
-func (m *Markers) locked(fn func() error) (err error) {
-	unlock, err := statefile.Lock(m.lock)
-	if err != nil {
-		return fmt.Errorf("progress: %w", err)
-	}
-	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = fmt.Errorf("progress: %w", uerr)
-		}
-	}()
-	return fn()
+func (m *Markers) locked(fn func() error) error {
+	return statefile.Locked(context.Background(), m.lock, fn)
 }
 
 // readTask reads and decodes the marker at path. A missing file gives

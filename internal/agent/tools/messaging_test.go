@@ -366,11 +366,11 @@ func TestUnwritableOutboxRefusesTheMessage(t *testing.T) {
 	a := agenttest.Start(t, alice, "a1", []string{url}, &agenttest.Options{Root: root})
 	before := sw.Count("/send")
 	got := a.RPCErr("send_message", map[string]any{"to": "bob", "session": "b1", "text": "nowhere to keep it"})
-	if !strings.Contains(got, "local state: outbox") {
-		t.Errorf("send_message = %q, want a local-state error", got)
+	if !strings.Contains(got, "local state: statefile: lock failed: ") || !strings.Contains(got, "/outbox/") {
+		t.Errorf("send_message = %q, want a local-state error about the outbox's lock", got)
 	}
-	if got := a.RPCErr("list_pending", nil); !strings.Contains(got, "local state: outbox") {
-		t.Errorf("list_pending = %q, want the same error", got)
+	if got := a.RPCErr("list_pending", nil); !strings.Contains(got, "local state: outbox: ") {
+		t.Errorf("list_pending = %q, want a local-state error about the outbox", got)
 	}
 	a.Stop()
 	if n := sw.Count("/send") - before; n != 0 {
