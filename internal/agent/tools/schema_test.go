@@ -112,3 +112,33 @@ func TestCheckerReportsEachProblemOfACall(t *testing.T) {
 		t.Errorf("Check of a tool it does not know = %v, want nil: the server answers that", err)
 	}
 }
+
+// BenchmarkCheck measures the check of one send_message call's arguments
+// against its schema, next to its floor: decoding the same arguments,
+// which the check does first and the handler does again.
+func BenchmarkCheck(b *testing.B) {
+	var defs []mcp.Tool
+	for _, t := range (&tools.Messaging{}).Tools() {
+		defs = append(defs, t.Def)
+	}
+	c, err := tools.NewChecker(defs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"to":"bob","text":"benchmark message of a typical length, about one line of prose.","session":"b1","task_id":"t1","status":"update"}`)
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := c.Check("send_message", args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("floor=decode", func(b *testing.B) {
+		for b.Loop() {
+			var v map[string]any
+			if err := json.Unmarshal(args, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
