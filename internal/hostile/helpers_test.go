@@ -25,9 +25,6 @@ import (
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
-// fastTiming makes the agents' workers quick enough for tests.
-func fastTiming() agent.Timing { return agenttest.Timing() }
-
 var seeds atomic.Uint32
 
 // party is one identity with its key file and peers.json.
