@@ -130,12 +130,13 @@ func (a *Agent) Session() string {
 	return ""
 }
 
-// Route returns the session's own route, key#session.
+// Route returns the session's own route, key#session, or the zero Route
+// while a Codex agent is unbound.
 func (a *Agent) Route() route.Route {
 	if s := a.binding.Session(); s != nil {
 		return s.Route
 	}
-	return route.New(a.signer.Public().String(), "")
+	return route.Route{}
 }
 
 // Tools returns the tools as tools/list shows them, by name.

@@ -138,8 +138,11 @@ type Binding struct {
 	ready   chan struct{}
 	session *Session
 
-	mu      sync.Mutex // serializes Bind; guards summary
-	summary string     // set before binding, announced once bound
+	// mu serializes Bind, which opens the session's files while holding
+	// it (only another Bind or a SetSummary waits for that), and guards
+	// summary.
+	mu      sync.Mutex
+	summary string // set before binding, announced once bound
 }
 
 // NewBinding returns an unbound Binding that opens sessions with cfg.
