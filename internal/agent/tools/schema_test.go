@@ -142,3 +142,24 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 }
+
+// Every tool's schema compiles, so none is left unchecked.
+func TestEveryToolsSchemaCompiles(t *testing.T) {
+	var defs []mcp.Tool
+	for _, g := range [][]tools.Tool{(&tools.Messaging{}).Tools(), tools.Mailbox{}.Tools(), (&tools.Peers{}).Tools(),
+		(&tools.Presence{}).Tools(), (&tools.Codex{}).Tools()} {
+		for _, tool := range g {
+			defs = append(defs, tool.Def)
+		}
+	}
+	c, err := tools.NewChecker(defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Compile(); err != nil {
+		t.Error(err)
+	}
+	if len(defs) != 20 {
+		t.Errorf("%d tools, want the 20 the agent serves", len(defs))
+	}
+}
