@@ -18,7 +18,7 @@ import (
 	"github.com/interlink-go/interlink/internal/store"
 )
 
-// F1: with port 0 the log names the port actually bound, and the bus
+// With port 0 the log names the port actually bound, and the bus
 // answers there.
 func TestListeningLogsBoundAddress(t *testing.T) {
 	t.Parallel()
@@ -44,7 +44,7 @@ func TestListeningLogsBoundAddress(t *testing.T) {
 	p.stop(t)
 }
 
-// F2: a bind outside loopback warns what anyone reaching the port can do;
+// A bind outside loopback warns what anyone reaching the port can do;
 // loopback binds, IPv4 and IPv6, do not.
 func TestNonLoopbackWarning(t *testing.T) {
 	t.Parallel()
@@ -91,7 +91,7 @@ func TestNonLoopbackWarning(t *testing.T) {
 	}
 }
 
-// F4: SIGTERM ends parked long-polls, closes the database and exits 0
+// SIGTERM ends parked long-polls, closes the database and exits 0
 // promptly; the file then opens at once, with the queued messages in it.
 func TestSIGTERMClosesDatabase(t *testing.T) {
 	t.Parallel()
@@ -138,7 +138,7 @@ func TestSIGTERMClosesDatabase(t *testing.T) {
 	}
 }
 
-// F5: every setting can come from its environment variable.
+// Every setting can come from its environment variable.
 func TestEnvironment(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "env.db")
@@ -172,7 +172,7 @@ func TestEnvironment(t *testing.T) {
 	p.stop(t)
 }
 
-// B8: the queue cap comes from the flag, else the variable, else 1024, and
+// The queue cap comes from the flag, else the variable, else 1024, and
 // 0 behaves as 1. Four sends to one route leave the newest cap of them.
 func TestQueueCap(t *testing.T) {
 	t.Parallel()
@@ -211,7 +211,7 @@ func TestQueueCap(t *testing.T) {
 	}
 }
 
-// D5: a bus killed with SIGKILL in the middle of a burst of concurrent
+// A bus killed with SIGKILL in the middle of a burst of concurrent
 // sends loses none that it answered 202, and its file opens again.
 func TestKillDuringSendBurst(t *testing.T) {
 	t.Parallel()
@@ -304,7 +304,7 @@ func TestKillDuringSendBurst(t *testing.T) {
 	p.stop(t)
 }
 
-// D6: a second bus on the same file gives up quickly with a clear message,
+// A second bus on the same file gives up quickly with a clear message,
 // and the first one is unaffected.
 func TestSecondBusOnSameFile(t *testing.T) {
 	t.Parallel()
@@ -332,7 +332,7 @@ func TestSecondBusOnSameFile(t *testing.T) {
 	first.stop(t)
 }
 
-// D7: a missing folder is an error; a missing file is created, mode 0600.
+// A missing folder is an error; a missing file is created, mode 0600.
 func TestDatabaseLocation(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -360,7 +360,7 @@ func TestDatabaseLocation(t *testing.T) {
 	p.stop(t)
 }
 
-// D8 and D9: without --db nothing survives a restart; with it the queues
+// Without --db nothing survives a restart; with it the queues
 // survive but the roster, which lives in memory, starts empty.
 func TestRestart(t *testing.T) {
 	t.Parallel()

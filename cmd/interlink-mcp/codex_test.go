@@ -3,8 +3,7 @@
 package main
 
 // Process tests of the Codex host with a stub codex executable that records
-// its arguments (agent.md items 49–50 and the process-level cases of the
-// Codex delivery design).
+// its arguments: binding, delivery through codex queue, saved failures.
 
 import (
 	"bytes"
@@ -93,9 +92,9 @@ func codexServer(t testing.TB, f *agentFiles, url string, stub *codexStub, extra
 	return p
 }
 
-// Item 49: an unbound Codex server is invisible and refuses tools that need
-// a session; binding checks the UUID, is idempotent and cannot switch.
-func TestCodexBinding(t *testing.T) {
+// An unbound Codex server is invisible and refuses tools that need a
+// session; binding checks the UUID, is idempotent and cannot switch.
+func TestCodexServerIsInvisibleUntilBoundOnce(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	p := codexServer(t, f, url, newCodexStub(t))
@@ -154,8 +153,8 @@ func rosterHasKey(url, key string) bool {
 	return false
 }
 
-// Item 50 and the delivery cases: a hostile message from a Claude session
-// becomes a notice handed to codex queue as plain arguments, after a failed
+// A hostile message from a Claude session becomes a notice handed to codex
+// queue as plain arguments, after a failed
 // first attempt; a stranger's message never reaches the stub; the body is
 // fetched literally and defanged; the reply reaches a Claude channel.
 func TestCodexQueueDelivery(t *testing.T) {
@@ -294,11 +293,12 @@ func TestCodexFailedDeliveries(t *testing.T) {
 	if got := cx.ok("conversation_history", map[string]any{"peer": "peer"}); !strings.Contains(got, "the body that waits") {
 		t.Errorf("history = %q", got)
 	}
-	// Unknown ids and actions are caller mistakes.
+	// Unknown ids and actions are caller mistakes; the schema names the
+	// actions.
 	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "read", "id": "nope"}); !strings.Contains(rpcErr, "unknown failure id") {
 		t.Errorf("unknown id: %q", rpcErr)
 	}
-	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "explode"}); !strings.Contains(rpcErr, "list, read, retry or discard") {
+	if _, _, rpcErr := cx.call("failed_deliveries", map[string]any{"action": "explode"}); !strings.Contains(rpcErr, "failed_deliveries: action: value must be one of 'list', 'read', 'retry', 'discard'") {
 		t.Errorf("unknown action: %q", rpcErr)
 	}
 	// A failing retry keeps the entry.

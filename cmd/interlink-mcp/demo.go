@@ -350,10 +350,7 @@ func (d *demoRun) startAgent(ctx context.Context, p *demoPerson, session, url st
 		return nil, err
 	}
 	d.agents = append(d.agents, a)
-	c, err := client.NewInProcessClient(a.MCP())
-	if err != nil {
-		return nil, err
-	}
+	c := a.Client()
 	d.clients = append(d.clients, c)
 	if err := c.Start(ctx); err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 package main
 
-// Tests of the Stop-hook listener as a process (agent.md items 34–40 and the
-// listener half of item 1).
+// Tests of the Stop-hook listener as a process: notices, modes, renewal,
+// the one listener per session, and the session id it shares with the
+// server.
 
 import (
 	"bytes"
@@ -79,7 +80,7 @@ func noticeID(t testing.TB, text string) string {
 	return id
 }
 
-// Items 34 and 35: a message at a running server becomes a notice that
+// A message at a running server becomes a notice that
 // wait prints on stderr (no body) with exit 2; the cursor moves to the end
 // of the inbox; the notice survives a server restart.
 func TestWaitNotice(t *testing.T) {
@@ -121,7 +122,9 @@ func TestWaitNotice(t *testing.T) {
 	}
 }
 
-// Items 36–38 and 40 and the listener half of item 1.
+// The listener is silent in channel mode, prints a renewal notice when its
+// time is up, never exits 2 on a usage error, and takes its session from
+// the flag or environment, then the hook's input, then "main".
 func TestWaitModes(t *testing.T) {
 	f := newAgentFiles(t)
 	env := f.env("http://127.0.0.1:1")
@@ -179,7 +182,7 @@ func TestWaitModes(t *testing.T) {
 	}
 }
 
-// Item 36: while one listener holds the session, a second exits 0 at once.
+// While one listener holds the session, a second exits 0 at once.
 func TestWaitDuplicateListener(t *testing.T) {
 	f := newAgentFiles(t)
 	env := f.env("http://127.0.0.1:1")

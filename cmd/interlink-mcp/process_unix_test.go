@@ -9,7 +9,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 )
 
-// Item 6, SIGTERM: the same clean exit as closing stdin.
+// SIGTERM ends the server with the same clean exit as closing stdin.
 func TestServerSIGTERM(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)

@@ -18,6 +18,7 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/paths"
+	"github.com/interlink-go/interlink/internal/policy"
 )
 
 // defaultURL is the relay used when neither --url nor INTERLINK_URL is set.
@@ -168,16 +169,7 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 
 	a, err := agent.New(cfg)
 	if err != nil {
-		var hints []string
-		if errors.Is(err, fs.ErrNotExist) {
-			switch {
-			case strings.Contains(err.Error(), "--key"):
-				hints = append(hints, "create one with 'interlink-mcp keygen --out "+cfg.KeyPath+"'")
-			case strings.Contains(err.Error(), "--peers"):
-				hints = append(hints, "create it with the content {} and list peers in it (see docs/PEERS.md)")
-			}
-		}
-		return c.fail(exitError, err.Error(), hints...)
+		return c.fail(exitError, err.Error(), startHints(err, cfg.KeyPath)...)
 	}
 	if perm, exposed, err := identity.KeyFileExposed(cfg.KeyPath); err == nil && exposed {
 		log.Warn("the key file can be read by other users, who could sign as this identity; run: chmod 600 "+shellQuote(cfg.KeyPath),
@@ -195,6 +187,21 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	log.Info("interlink-mcp stopped", "session", a.Session())
 	return exitOK
+}
+
+// startHints says how to fix a setting the agent could not use, when the
+// fix is to create a missing file.
+func startHints(err error, keyPath string) []string {
+	se, ok := errors.AsType[*agent.SettingError](err)
+	switch {
+	case !ok:
+		return nil
+	case se.Flag == "--key" && errors.Is(err, fs.ErrNotExist):
+		return []string{"create one with 'interlink-mcp keygen --out " + keyPath + "'"}
+	case se.Flag == "--peers" && errors.Is(err, policy.ErrMissing):
+		return []string{"create it with the content {} and list peers in it (see docs/PEERS.md)"}
+	}
+	return nil
 }
 
 // channelMode reports whether INTERLINK_CHANNELS turns Claude channels on:

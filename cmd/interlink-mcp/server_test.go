@@ -25,8 +25,8 @@ func onRoster(url, key, session string) bool {
 	return false
 }
 
-// Item 1 (server half) and the start of a Claude Code connection: the
-// session id comes from --session, INTERLINK_SESSION, then
+// The start of a Claude Code connection: the session id comes from
+// --session, INTERLINK_SESSION, then
 // CLAUDE_CODE_SESSION_ID; server/discover before initialize is answered
 // with an error that does not end the session; stdout holds only JSON-RPC.
 func TestServerSessionID(t *testing.T) {
@@ -71,28 +71,31 @@ func TestServerSessionID(t *testing.T) {
 	}
 }
 
-// Item 2: a missing key or peers file fails at once; INTERLINK_AGENT_DB is
-// accepted and ignored.
+// A missing key or peers file, or an unusable relay URL or session id,
+// ends the server at once with the setting to fix and, for a missing file,
+// how to create it; INTERLINK_AGENT_DB is accepted and ignored.
 func TestServerStartup(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	fails := []struct {
 		env  []string
-		want string
+		want []string
 	}{
-		{[]string{"INTERLINK_KEY=" + filepath.Join(f.dir, "missing.key")}, "--key / INTERLINK_KEY"},
-		{[]string{"INTERLINK_PEERS=" + filepath.Join(f.dir, "missing.json")}, "--peers / INTERLINK_PEERS"},
-		{[]string{"INTERLINK_URL=https://relay.example"}, "--url / INTERLINK_URL"},
-		{[]string{"INTERLINK_SESSION=../up"}, "session id"},
-		{[]string{"CLAUDE_CODE_SESSION_ID=a/b"}, "session id"},
+		{[]string{"INTERLINK_KEY=" + filepath.Join(f.dir, "missing.key")}, []string{"--key / INTERLINK_KEY", "interlink-mcp keygen --out "}},
+		{[]string{"INTERLINK_PEERS=" + filepath.Join(f.dir, "missing.json")}, []string{"--peers / INTERLINK_PEERS", "create it with the content {}"}},
+		{[]string{"INTERLINK_URL=https://relay.example"}, []string{"--url / INTERLINK_URL"}},
+		{[]string{"INTERLINK_SESSION=../up"}, []string{"session id"}},
+		{[]string{"CLAUDE_CODE_SESSION_ID=a/b"}, []string{"session id"}},
 	}
 	for _, tt := range fails {
 		p := launchMCP(t, append(f.env(url), tt.env...))
 		if code := p.wait(); code != 1 {
 			t.Errorf("env %v: exit status %d, want 1", tt.env, code)
 		}
-		if !strings.Contains(p.stderr.String(), tt.want) {
-			t.Errorf("env %v: stderr lacks %q:\n%s", tt.env, tt.want, p.stderr.String())
+		for _, w := range tt.want {
+			if !strings.Contains(p.stderr.String(), w) {
+				t.Errorf("env %v: stderr lacks %q:\n%s", tt.env, w, p.stderr.String())
+			}
 		}
 	}
 	p := launchMCP(t, f.env(url, "INTERLINK_AGENT_DB="+filepath.Join(f.dir, "agent.db")))
@@ -109,7 +112,7 @@ func TestServerStartup(t *testing.T) {
 	}
 }
 
-// Item 6: closing stdin takes the session off the roster and exits 0.
+// Closing stdin takes the session off the roster and exits 0.
 func TestServerStdinClose(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/identity"
 )
 
@@ -31,16 +32,16 @@ func BenchmarkSendToCommit(b *testing.B) {
 }
 
 func benchSendToCommit(b *testing.B, prefill int) {
-	url := startBus(b)
-	alice, bob := pair(b)
+	url := agenttest.StartBus(b)
+	alice, bob := agenttest.Pair(b)
 	root := b.TempDir()
 	writeAcknowledged(b, root, alice, bob, "b1", prefill)
 	got := make(chan string, 1)
-	a := start(b, alice, "a1", []string{url}, &nodeOpts{noSink: true})
-	start(b, bob, "b1", []string{url}, &nodeOpts{root: root, noSink: true, edit: func(c *agent.Config) {
+	a := agenttest.Start(b, alice, "a1", []string{url}, &agenttest.Options{NoSink: true})
+	agenttest.Start(b, bob, "b1", []string{url}, &agenttest.Options{Root: root, NoSink: true, Edit: func(c *agent.Config) {
 		c.Delivered = func(m *identity.Message, _ string) { got <- m.MsgID }
 	}})
-	onRoster(b, url, bob.key(), "b1")
+	agenttest.OnRoster(b, url, bob.Key(), "b1")
 	args := map[string]any{"to": "bob", "session": "b1", "text": "benchmark message of a typical length, about one line of prose."}
 	var lat []time.Duration
 	n := 0
@@ -53,7 +54,7 @@ func benchSendToCommit(b *testing.B, prefill int) {
 		}
 		n++
 		t0 := time.Now()
-		id := msgID(b, a.ok("send_message", args))
+		id := agenttest.MsgID(b, a.OK("send_message", args))
 		select {
 		case m := <-got:
 			if m != id {
@@ -72,7 +73,7 @@ func benchSendToCommit(b *testing.B, prefill int) {
 // writeAcknowledged replaces the mailbox of to's session with the state n
 // acknowledged messages from from leave behind, in the documented shape: a
 // file without unread records and n lines in the tombstone log beside it.
-func writeAcknowledged(tb testing.TB, root string, from, to *ident, session string, n int) {
+func writeAcknowledged(tb testing.TB, root string, from, to *agenttest.Ident, session string, n int) {
 	tb.Helper()
 	type tombstone struct {
 		Sender       string `json:"sender"`
@@ -83,13 +84,13 @@ func writeAcknowledged(tb testing.TB, root string, from, to *ident, session stri
 	var log []byte
 	now := identity.Millis(time.Now())
 	for i := range n {
-		line, err := json.Marshal(tombstone{Sender: from.key(), MsgID: fmt.Sprintf("%032x", i), TS: now, Acknowledged: true})
+		line, err := json.Marshal(tombstone{Sender: from.Key(), MsgID: fmt.Sprintf("%032x", i), TS: now, Acknowledged: true})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		log = append(append(log, line...), '\n')
 	}
-	dir := filepath.Join(root, "mailbox", to.key())
+	dir := filepath.Join(root, "mailbox", to.Key())
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-func TestA1SendRecv(t *testing.T) {
+func TestSendThenRecvReturnsTheEnvelope(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		rec := h.do(http.MethodPost, "/send", `{"to":"K#s1","payload":{"text":"hi","n":[1,2.5,null]}}`)
@@ -44,8 +44,8 @@ func TestA1SendRecv(t *testing.T) {
 	})
 }
 
-// TestA1RealClock checks the envelope stamp against the wall clock.
-func TestA1RealClock(t *testing.T) {
+// TestEnvelopeStampFollowsTheWallClock checks the envelope stamp against the wall clock.
+func TestEnvelopeStampFollowsTheWallClock(t *testing.T) {
 	st := newFakeStore(0)
 	srv := New(st, nil)
 	before := time.Now().UnixMilli()
@@ -64,7 +64,7 @@ func TestA1RealClock(t *testing.T) {
 	}
 }
 
-func TestA2Timeout(t *testing.T) {
+func TestRecvTimesOutWithoutAMessage(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	start := time.Now()
 	rec := h.do(http.MethodGet, "/recv?me=nobody&timeout_ms=0", "")
@@ -89,9 +89,9 @@ func TestA2Timeout(t *testing.T) {
 	}
 }
 
-// TestA3DefaultTimeout runs on synctest's fake time, so the 25 s default
+// TestRecvTimeoutHasADefaultAndACap runs on synctest's fake time, so the 25 s default
 // and the 120 s clamp are measured exactly without waiting for them.
-func TestA3DefaultTimeout(t *testing.T) {
+func TestRecvTimeoutHasADefaultAndACap(t *testing.T) {
 	cases := []struct {
 		name    string
 		query   string
@@ -121,7 +121,7 @@ func TestA3DefaultTimeout(t *testing.T) {
 	}
 }
 
-func TestA4RecvQuery(t *testing.T) {
+func TestRecvQueryIsChecked(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.srv.maxWait = 20 * time.Millisecond
 	cases := []struct {
@@ -195,7 +195,7 @@ var postRoutes = []struct {
 	{"/unregister", `{"pubkey":"k"}`},
 }
 
-func TestA5MalformedJSON(t *testing.T) {
+func TestMalformedJSONIsRefused(t *testing.T) {
 	bodies := map[string]string{
 		"syntax error":        `{"to":`,
 		"empty":               ``,
@@ -247,7 +247,7 @@ func TestStrictJSONAccepts(t *testing.T) {
 	}
 }
 
-func TestA6WrongShape(t *testing.T) {
+func TestBodiesOfTheWrongShapeAreRefused(t *testing.T) {
 	cases := []struct {
 		path, body string
 		want       int
@@ -285,7 +285,7 @@ func TestA6WrongShape(t *testing.T) {
 	}
 }
 
-func TestA7ContentType(t *testing.T) {
+func TestBodiesMustBeJSON(t *testing.T) {
 	cases := []struct {
 		contentType string
 		ok          bool
@@ -335,7 +335,7 @@ func paddedBody(tb testing.TB, prefix, suffix string, n int) []byte {
 // hideLen hides a reader's length, so the client sends it chunked.
 type hideLen struct{ io.Reader }
 
-func TestA8BodyLimit(t *testing.T) {
+func TestBodiesOverTheLimitAreRefused(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	base := h.listen()
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -388,7 +388,7 @@ func TestA8BodyLimit(t *testing.T) {
 	}
 }
 
-func TestA9Routing(t *testing.T) {
+func TestUnknownPathsAndMethodsAreRefused(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	base := h.listen()
 	cases := []struct {
@@ -456,7 +456,7 @@ func TestHealthz(t *testing.T) {
 	}
 }
 
-func TestA10RouteEncoding(t *testing.T) {
+func TestRoutesSurviveQueryEncoding(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	base := h.listen()
 	routes := []string{"K#s1", "a+b", "a b", "ключ#сессия", "a%23b", "a&me=b", "日本#😀", "", "\u2028"}

@@ -18,7 +18,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the response sections of testdata/golden/*.txtar")
 
-// TestG1Golden replays the exchanges in testdata/golden against a fresh
+// TestGoldenExchanges replays the exchanges in testdata/golden against a fresh
 // Server each, on the fake clock and the fake store (whose sequence starts
 // at 1), so every response is byte-exact.
 //
@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite the response sections of testda
 // newline is dropped). "NN.response" is the status, the Content-Type and
 // Allow headers when present, a blank line and the body. "NN.advance", if
 // present, moves the clock by a duration before step NN.
-func TestG1Golden(t *testing.T) {
+func TestGoldenExchanges(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.txtar"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files: %v", err)

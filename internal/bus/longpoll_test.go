@@ -71,7 +71,7 @@ func waitParked(tb testing.TB, srv *Server, route string, n int) {
 	})
 }
 
-func TestC1WakeOnSend(t *testing.T) {
+func TestSendWakesAParkedPoll(t *testing.T) {
 	h := newMemoryHarness(t, 0, 0)
 	base := h.listen()
 	var lat []time.Duration
@@ -96,9 +96,9 @@ func TestC1WakeOnSend(t *testing.T) {
 	}
 }
 
-// TestC2WakeAll: one send wakes every poll on the route. The original woke
+// TestSendWakesEveryPollOnTheRoute: one send wakes every poll on the route. The original woke
 // only one of them; the others slept until their own timeout.
-func TestC2WakeAll(t *testing.T) {
+func TestSendWakesEveryPollOnTheRoute(t *testing.T) {
 	h := newMemoryHarness(t, 0, 0)
 	base := h.listen()
 	const k = 10
@@ -125,7 +125,7 @@ func TestC2WakeAll(t *testing.T) {
 	}
 }
 
-func TestC3OtherRoutes(t *testing.T) {
+func TestSendWakesNoPollOfAnotherRoute(t *testing.T) {
 	h := newMemoryHarness(t, 0, 0)
 	base := h.listen()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -156,9 +156,9 @@ func TestC3OtherRoutes(t *testing.T) {
 	}
 }
 
-// TestC4LostWakeup races sends against polls registering and requires
+// TestNoWakeupIsLostWhenSendsRacePolls races sends against polls registering and requires
 // every poll to see its message long before its deadline.
-func TestC4LostWakeup(t *testing.T) {
+func TestNoWakeupIsLostWhenSendsRacePolls(t *testing.T) {
 	iterations := 10_000
 	if testing.Short() {
 		iterations = 1_000
@@ -202,10 +202,10 @@ func TestC4LostWakeup(t *testing.T) {
 	}
 }
 
-// TestC4WakeBetweenRegisterAndPark drives the window the design closes:
+// TestWakeBetweenRegisterAndPark drives the window the design closes:
 // the message arrives after the poll registered and peeked, before it
 // selects. The closed channel must still wake it.
-func TestC4WakeBetweenRegisterAndPark(t *testing.T) {
+func TestWakeBetweenRegisterAndPark(t *testing.T) {
 	h := newMemoryHarness(t, 0, 0)
 	wake := h.srv.waiters.register("r")
 	if _, ok, _ := h.st.Peek("r"); ok {
@@ -223,7 +223,7 @@ func TestC4WakeBetweenRegisterAndPark(t *testing.T) {
 	}
 }
 
-func TestC5Disconnect(t *testing.T) {
+func TestDisconnectedPollLeavesNothingBehind(t *testing.T) {
 	h := newMemoryHarness(t, 0, 0)
 	base := h.listen()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -255,8 +255,8 @@ func TestC5Disconnect(t *testing.T) {
 	settleGoroutines(t, baseline+2)
 }
 
-// TestC6IdlePolls parks 5,000 polls that all time out.
-func TestC6IdlePolls(t *testing.T) {
+// TestManyIdlePollsTimeOut parks 5,000 polls that all time out.
+func TestManyIdlePollsTimeOut(t *testing.T) {
 	n := 5_000
 	if testing.Short() {
 		n = 1_000
@@ -301,9 +301,9 @@ func TestC6IdlePolls(t *testing.T) {
 	settleGoroutines(t, baseline+2)
 }
 
-// TestC7DistinctRoutes: non-blocking polls of many routes leave nothing
+// TestPollsOfManyRoutesLeaveNothingBehind: non-blocking polls of many routes leave nothing
 // behind, nor do long-polls that find a message at once.
-func TestC7DistinctRoutes(t *testing.T) {
+func TestPollsOfManyRoutesLeaveNothingBehind(t *testing.T) {
 	n := 100_000
 	if testing.Short() {
 		n = 10_000

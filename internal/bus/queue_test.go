@@ -15,7 +15,7 @@ import (
 	"github.com/interlink-go/interlink/internal/store"
 )
 
-func TestB1FIFO(t *testing.T) {
+func TestQueueIsFirstInFirstOut(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		for i := range 100 {
@@ -36,7 +36,7 @@ func TestB1FIFO(t *testing.T) {
 	})
 }
 
-func TestB2Redelivery(t *testing.T) {
+func TestUnacknowledgedMessageIsDeliveredAgain(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		h.send("K#s", `{"n":1}`)
@@ -48,7 +48,7 @@ func TestB2Redelivery(t *testing.T) {
 	})
 }
 
-func TestB3AckThenTimeout(t *testing.T) {
+func TestAcknowledgedMessageIsGone(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		h.send("K#s", `1`)
@@ -62,7 +62,7 @@ func TestB3AckThenTimeout(t *testing.T) {
 	})
 }
 
-func TestB4AckUnknown(t *testing.T) {
+func TestAckOfAnUnknownKey(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 2), 0)
 		h.send("K#s", `0`)
@@ -92,7 +92,7 @@ func TestB4AckUnknown(t *testing.T) {
 	})
 }
 
-func TestB5AckPrefix(t *testing.T) {
+func TestAckKeyMustBelongToTheRoute(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		h.send("K#s2", `1`)
@@ -118,7 +118,7 @@ func TestB5AckPrefix(t *testing.T) {
 	})
 }
 
-func TestB6ManyRecipients(t *testing.T) {
+func TestManyRoutesKeepSeparateQueues(t *testing.T) {
 	routes := 10_000
 	if testing.Short() {
 		routes = 1_000
@@ -149,7 +149,7 @@ func TestB6ManyRecipients(t *testing.T) {
 	}
 }
 
-func TestB7Overflow(t *testing.T) {
+func TestFullQueueDropsTheOldest(t *testing.T) {
 	forEachFastStore(t, func(t *testing.T, kind storeKind) {
 		t.Run("cap 2", func(t *testing.T) {
 			h := newHarness(t, kind.open(t, 2), 0)
@@ -194,7 +194,7 @@ func TestB7Overflow(t *testing.T) {
 	})
 }
 
-func TestB9ConcurrentSends(t *testing.T) {
+func TestConcurrentSendsToOneRoute(t *testing.T) {
 	forEachFastStore(t, func(t *testing.T, kind storeKind) {
 		rs := &recordingStore{Store: kind.open(t, 64)}
 		h := newHarness(t, rs, 0)
@@ -235,7 +235,7 @@ func TestB9ConcurrentSends(t *testing.T) {
 	})
 }
 
-func TestB10EvictWhileDelivered(t *testing.T) {
+func TestAckOfAMessageEvictedWhileDelivered(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 2), 0)
 		h.send("K#s", `0`)
@@ -252,7 +252,7 @@ func TestB10EvictWhileDelivered(t *testing.T) {
 	})
 }
 
-func TestB11QueueOutlivesPresence(t *testing.T) {
+func TestQueueOutlivesUnregister(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		announce := `{"pubkey":"K","session":{"session_id":"s"}}`
@@ -278,7 +278,7 @@ func TestB11QueueOutlivesPresence(t *testing.T) {
 	})
 }
 
-func TestB12BareKeySeparate(t *testing.T) {
+func TestBareKeyRouteIsSeparate(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
 		h.send("K", `"bare"`)
@@ -300,9 +300,9 @@ func TestB12BareKeySeparate(t *testing.T) {
 	})
 }
 
-// TestB13ControlRoutes pins the decision for routes holding NUL and other
+// TestRoutesWithControlCharactersAreRefused pins the decision for routes holding NUL and other
 // control characters: 400 on every route that names one.
-func TestB13ControlRoutes(t *testing.T) {
+func TestRoutesWithControlCharactersAreRefused(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.send("a", `1`)
 	long := strings.Repeat("k", MaxRouteBytes)

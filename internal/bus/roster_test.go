@@ -46,7 +46,7 @@ const sampleAnnouncement = `{"pubkey":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHU
 	`"summary":"<fixing> & \"testing\"","title":"new field"},` +
 	`"ts":1700000000000,"sig":"c2lnbmF0dXJl","future":{"x":[1,2.50,{"y":null}]}}`
 
-func TestE1AnnounceVerbatim(t *testing.T) {
+func TestAnnouncementIsListedVerbatim(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	if rec := h.do(http.MethodGet, "/roster", ""); rec.Body.String() != `{"roster":[]}` {
 		t.Errorf("empty roster: %s", rec.Body)
@@ -70,7 +70,7 @@ func TestE1AnnounceVerbatim(t *testing.T) {
 	}
 }
 
-func TestE2Age(t *testing.T) {
+func TestRosterStampsTheAge(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.announce(`{"pubkey":"k","age_ms":999999,"age":"kept"}`)
 	h.clock.Add(1234 * time.Millisecond)
@@ -85,7 +85,7 @@ func TestE2Age(t *testing.T) {
 	}
 }
 
-func TestE3Upsert(t *testing.T) {
+func TestAnnouncementRefreshesItsEntry(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.announce(`{"pubkey":"k","name":"old"}`)
 	h.clock.Add(time.Second)
@@ -96,7 +96,7 @@ func TestE3Upsert(t *testing.T) {
 	}
 }
 
-func TestE4Keys(t *testing.T) {
+func TestRosterEntriesAreKeyedByKeyAndSession(t *testing.T) {
 	cases := []struct {
 		body, key string
 	}{
@@ -129,7 +129,7 @@ func TestE4Keys(t *testing.T) {
 	}
 }
 
-func TestE5BadAnnouncements(t *testing.T) {
+func TestBadAnnouncementsAreRefused(t *testing.T) {
 	bodies := []string{
 		`[]`, `[{"pubkey":"k"}]`, `3`, `"k"`, `null`, `true`,
 		`{}`, `{"name":"x"}`, `{"pubkey":1}`, `{"pubkey":null}`, `{"pubkey":["k"]}`, `{"pubkey":{"k":1}}`,
@@ -147,7 +147,7 @@ func TestE5BadAnnouncements(t *testing.T) {
 	}
 }
 
-func TestE6Retention(t *testing.T) {
+func TestRosterForgetsAnEntryAfterThreeDays(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.announce(`{"pubkey":"old"}`)
 	h.clock.Add(259_199_999 * time.Millisecond)
@@ -174,10 +174,10 @@ func fillRoster(h *harness, n int) {
 	}
 }
 
-// TestE7FullRosterAdmitsNewcomers: with the roster full, a newcomer takes
+// TestFullRosterAdmitsNewcomers: with the roster full, a newcomer takes
 // the place of the entry refreshed longest ago, refreshing an existing key
 // evicts nobody, and entries that expire or unregister make room too.
-func TestE7FullRosterAdmitsNewcomers(t *testing.T) {
+func TestFullRosterAdmitsNewcomers(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	fillRoster(h, RosterCap) // k0 is the longest ago, k4095 the latest
 	h.clock.Add(time.Second)
@@ -345,7 +345,7 @@ func TestRosterListingHidesExpired(t *testing.T) {
 	}
 }
 
-func TestE8Unregister(t *testing.T) {
+func TestUnregisterRemovesOneEntry(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.announce(`{"pubkey":"k","session":{"session_id":"s1"}}`)
 	h.announce(`{"pubkey":"k","session":{"session_id":"s2"}}`)
@@ -367,7 +367,7 @@ func TestE8Unregister(t *testing.T) {
 	}
 }
 
-func TestE9Unverified(t *testing.T) {
+func TestRosterDoesNotVerifyAnnouncements(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.announce(`{"pubkey":"not even base64!","sig":"garbage","ts":"not a number"}`)
 	got := h.rosterOf()
@@ -376,7 +376,7 @@ func TestE9Unverified(t *testing.T) {
 	}
 }
 
-func TestE10ConcurrentAnnouncers(t *testing.T) {
+func TestConcurrentAnnouncers(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	fillRoster(h, RosterCap-50)
 	var wg sync.WaitGroup

@@ -79,7 +79,7 @@ func Lookup(bin, goos string, lookPath func(string) (string, error), exists func
 		}
 		return "", ErrShim
 	}
-	return "", fmt.Errorf("codex: %s is not a native executable: %w", p, ErrShim)
+	return "", fmt.Errorf("%w (%s is not a native executable)", ErrShim, p)
 }
 
 // LookupHere is [Lookup] for the running system.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 func TestValidThread(t *testing.T) {
@@ -102,8 +103,8 @@ func TestFailedStore(t *testing.T) {
 	if again, err := f.Save(Entry{MsgID: "m1", Sender: "alice", Text: "other"}); err != nil || again != id1 {
 		t.Errorf("duplicate Save = %q, %v", again, err)
 	}
-	n1, _ := f.Save(Entry{MsgID: "n1", Sender: NoticeSender, Text: "notice 1", Notice: true})
-	n2, _ := f.Save(Entry{MsgID: "n2", Sender: NoticeSender, Text: "notice 2", Notice: true})
+	n1, _ := f.Save(Entry{MsgID: "n1", Sender: protocol.SystemSender, Text: "notice 1", Notice: true})
+	n2, _ := f.Save(Entry{MsgID: "n2", Sender: protocol.SystemSender, Text: "notice 2", Notice: true})
 	es, _ := f.List()
 	if len(es) != 2 || es[0].ID != id1 || es[1].ID != n2 {
 		t.Errorf("after two notices: %+v (the first notice %s should be replaced)", es, n1)
@@ -145,7 +146,7 @@ func TestFailedCapAndNoticeSlot(t *testing.T) {
 	if _, err := f.Save(Entry{MsgID: "one-more", Sender: "s"}); !errors.Is(err, ErrFull) {
 		t.Errorf("Save into a full store = %v", err)
 	}
-	if _, err := f.Save(Entry{MsgID: "n", Sender: NoticeSender, Notice: true}); !errors.Is(err, ErrFull) {
+	if _, err := f.Save(Entry{MsgID: "n", Sender: protocol.SystemSender, Notice: true}); !errors.Is(err, ErrFull) {
 		t.Errorf("notice into a full store without a notice = %v", err)
 	}
 	// A notice entry only ever replaces another notice.
@@ -156,7 +157,7 @@ func TestFailedCapAndNoticeSlot(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		if _, err := g.Save(Entry{MsgID: fmt.Sprint("n", i), Sender: NoticeSender, Notice: true}); err != nil {
+		if _, err := g.Save(Entry{MsgID: fmt.Sprint("n", i), Sender: protocol.SystemSender, Notice: true}); err != nil {
 			t.Errorf("notice %d: %v", i, err)
 		}
 	}

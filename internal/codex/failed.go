@@ -9,15 +9,11 @@ import (
 	"path/filepath"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // MaxFailed is the most entries a failed-delivery store holds.
 const MaxFailed = 64
-
-// NoticeSender is the sender of notice entries.
-const NoticeSender = render.SystemSender
 
 var (
 	// ErrFull means the store holds MaxFailed entries.
@@ -63,7 +59,7 @@ func decodeEntries(data []byte, exists bool) ([]Entry, error) {
 	}
 	var es []Entry
 	if err := json.Unmarshal(data, &es); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return es, nil
 }

@@ -15,12 +15,8 @@ import (
 	"sync"
 
 	"github.com/interlink-go/interlink/internal/mailbox"
-	"github.com/interlink-go/interlink/internal/render"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
-
-// NoticeSender is the sender shown on notices: a fixed word no petname can
-// take.
-const NoticeSender = render.SystemSender
 
 // Record is one host-facing record, in the JSON shape of the Claude notice
 // inbox: all strings, the optional ones left out when empty.
@@ -46,7 +42,7 @@ type Sink interface {
 
 // NoticeRecord returns the record a notice becomes in a full-text sink.
 func NoticeRecord(id, text string) Record {
-	return Record{Sender: NoticeSender, MsgID: id, Content: text}
+	return Record{Sender: protocol.SystemSender, MsgID: id, Content: text}
 }
 
 // Memory is a [Sink] that keeps every record in memory. The zero value
@@ -64,7 +60,7 @@ func (m *Memory) SetFail(err error) {
 	m.fail = err
 }
 
-// Notice records the notice as a record from [NoticeSender].
+// Notice records the notice as a record from [protocol.SystemSender].
 func (m *Memory) Notice(_ context.Context, id, text string) (mailbox.State, error) {
 	if err := m.add(NoticeRecord(id, text)); err != nil {
 		return "", err

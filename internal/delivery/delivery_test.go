@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 func TestRecordJSON(t *testing.T) {
@@ -47,7 +48,7 @@ func TestMemory(t *testing.T) {
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("Records = %+v, want %+v", got, want)
 	}
-	if got[0].Sender != NoticeSender {
+	if got[0].Sender != protocol.SystemSender {
 		t.Errorf("notice sender = %q", got[0].Sender)
 	}
 }

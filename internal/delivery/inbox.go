@@ -22,7 +22,7 @@ func NewInbox(box *inbox.Inbox) (*Inbox, error) {
 	return &Inbox{box: box}, nil
 }
 
-// Notice appends the notice as a record from [NoticeSender].
+// Notice appends the notice as a record from [protocol.SystemSender].
 func (s *Inbox) Notice(ctx context.Context, id, text string) (mailbox.State, error) {
 	if err := s.Text(ctx, NoticeRecord(id, text)); err != nil {
 		return "", err

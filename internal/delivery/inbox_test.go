@@ -8,6 +8,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 func TestInboxSink(t *testing.T) {
@@ -23,7 +24,7 @@ func TestInboxSink(t *testing.T) {
 	if err != nil || st != mailbox.StateInboxQueued {
 		t.Fatalf("Notice = %q, %v", st, err)
 	}
-	if err := s.Text(context.Background(), Record{Sender: NoticeSender, MsgID: "k", Content: "knock\nwith a line break"}); err != nil {
+	if err := s.Text(context.Background(), Record{Sender: protocol.SystemSender, MsgID: "k", Content: "knock\nwith a line break"}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := box.Read()
@@ -52,7 +53,7 @@ func TestChannelSink(t *testing.T) {
 		t.Fatalf("Notice = %q, %v", st, err)
 	}
 	meta := gotParams["meta"].(map[string]any)
-	if gotMethod != ChannelMethod || gotParams["content"] != "text" || meta["sender"] != NoticeSender || meta["msg_id"] != "n1" || len(meta) != 2 {
+	if gotMethod != ChannelMethod || gotParams["content"] != "text" || meta["sender"] != protocol.SystemSender || meta["msg_id"] != "n1" || len(meta) != 2 {
 		t.Errorf("notification %s %v", gotMethod, gotParams)
 	}
 	if err := s.Text(context.Background(), Record{Sender: "alice", MsgID: "m", Content: "c", TaskID: "t", Status: "update"}); err != nil {

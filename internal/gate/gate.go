@@ -20,42 +20,27 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/route"
 )
-
-// Freshness bounds. A message signed more than MaxPast ago, or more than
-// MaxFuture ahead of the local clock, is stale. Both bounds accept the exact
-// limit. The past bound lets a message wait a day in a bus queue for a
-// session that is away; the future bound is small because the only honest
-// reason for a timestamp ahead of our clock is clock skew between machines,
-// and a wide future window would let a captured message outlive the replay
-// set's memory of it.
-const (
-	MaxPast   = 24 * time.Hour
-	MaxFuture = 60 * time.Second
-)
-
-// SelfName is the attribution of a message signed with our own key (another
-// session of this identity) when peers.json has no petname for that key.
-const SelfName = "self"
 
 // Rejection reasons, in the order of the checks.
 var (
 	// ErrBadSignature: the signature does not verify, or from or to is
 	// not a valid key.
-	ErrBadSignature = errors.New("bad signature")
+	ErrBadSignature = errors.New("gate: bad signature")
 	// ErrWrongRecipient: validly signed, but for another identity.
-	ErrWrongRecipient = errors.New("wrong recipient")
+	ErrWrongRecipient = errors.New("gate: wrong recipient")
 	// ErrNotAllowlisted: an ordinary message from a key that is neither a
 	// peer nor our own.
-	ErrNotAllowlisted = errors.New("sender not allowlisted")
+	ErrNotAllowlisted = errors.New("gate: sender not allowlisted")
 	// ErrStale: the timestamp is outside the freshness window.
-	ErrStale = errors.New("stale timestamp")
+	ErrStale = errors.New("gate: stale timestamp")
 	// ErrReplay: this sender's msg_id was already admitted.
-	ErrReplay = errors.New("replay")
+	ErrReplay = errors.New("gate: replay")
 	// ErrUnexpected: admitted by the checks, but nothing handles it (a
 	// pairing request from a peer or from our own key).
-	ErrUnexpected = errors.New("unexpected message")
+	ErrUnexpected = errors.New("gate: unexpected message")
 )
 
 // Reason returns the stable log value for a rejection: the sentinel's name
@@ -120,8 +105,8 @@ type Decision struct {
 	// Sender is the authenticated sender.
 	Sender identity.PublicKey
 	// Petname is the local name of the sender for a Deliver: its petname,
-	// or [SelfName]. Empty for a Knock; for a PairAccept, the petname if
-	// the sender is already a peer.
+	// or [protocol.SelfSender]. Empty for a Knock; for a PairAccept, the
+	// petname if the sender is already a peer.
 	Petname string
 	// Message is the message as received. Its empty optional fields mean
 	// absent.
@@ -187,12 +172,12 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	// 1. Signature, which also parses from and to.
 	sender, err := m.Verify()
 	if err != nil {
-		return Decision{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return Decision{}, fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
 	// 2. Addressed to me: byte equality of the decoded keys.
 	to, err := identity.ParsePublicKey(m.To)
 	if err != nil { // unreachable after Verify; kept for safety
-		return Decision{}, fmt.Errorf("%w: %v", ErrBadSignature, err)
+		return Decision{}, fmt.Errorf("%w: %w", ErrBadSignature, err)
 	}
 	if to != g.me {
 		return Decision{}, fmt.Errorf("%w: addressed to %s", ErrWrongRecipient, to.Fingerprint())
@@ -224,7 +209,7 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	case identity.KindMessage:
 		d.Outcome = Deliver
 		if !isPeer {
-			d.Petname = SelfName
+			d.Petname = protocol.SelfSender
 		}
 	case identity.KindPairRequest:
 		if isPeer {
@@ -242,14 +227,16 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	return d, nil
 }
 
-// fresh checks ts against the window around the gate's clock, in
-// milliseconds with saturating arithmetic.
+// fresh checks ts against the window around the gate's clock,
+// [protocol.MaxPast] back and [protocol.MaxFuture] ahead, in milliseconds
+// with saturating arithmetic. Why the window has these bounds is said where
+// they are declared.
 func (g *Gate) fresh(ts uint64) error {
 	now := identity.Millis(g.now())
-	if ts > satAdd(now, uint64(MaxFuture.Milliseconds())) {
+	if ts > satAdd(now, uint64(protocol.MaxFuture.Milliseconds())) {
 		return fmt.Errorf("%w: %d ms in the future", ErrStale, ts-now)
 	}
-	if now > satAdd(ts, uint64(MaxPast.Milliseconds())) {
+	if now > satAdd(ts, uint64(protocol.MaxPast.Milliseconds())) {
 		return fmt.Errorf("%w: %d ms old", ErrStale, now-ts)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 // peerMap is a fixed peer policy: key to petname.
@@ -151,7 +152,7 @@ func TestStrangerMessage(t *testing.T) {
 func TestOwnKey(t *testing.T) {
 	f := newFixture(t, 0)
 	d, err := f.decide(f.msg(t, f.me, "s1", nil))
-	if err != nil || d.Outcome != Deliver || d.Petname != SelfName {
+	if err != nil || d.Outcome != Deliver || d.Petname != protocol.SelfSender {
 		t.Fatalf("own key without entry: %v %q %v", d.Outcome, d.Petname, err)
 	}
 	f.peers[f.me.Public()] = "laptop"

@@ -73,10 +73,7 @@ func startBusAgent(t testing.TB, name string, seed byte, url string) *busAgent {
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	b.c, err = client.NewInProcessClient(a.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b.c = a.Client()
 	t.Cleanup(func() {
 		_ = b.c.Close()
 		a.Stop()

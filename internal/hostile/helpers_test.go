@@ -1,13 +1,10 @@
 package hostile
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,25 +17,13 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
-
-// fastTiming makes the agents' workers quick enough for tests.
-func fastTiming() agent.Timing {
-	return agent.Timing{
-		Announce:   200 * time.Millisecond,
-		Retry:      50 * time.Millisecond,
-		PollWait:   300 * time.Millisecond,
-		RetryDelay: 30 * time.Millisecond,
-		Notify:     20 * time.Millisecond,
-		LockRetry:  20 * time.Millisecond,
-		PairRetry:  50 * time.Millisecond,
-	}
-}
 
 var seeds atomic.Uint32
 
@@ -52,18 +37,8 @@ type party struct {
 // newParty makes an identity whose peers.json lists nobody.
 func newParty(t testing.TB) *party {
 	t.Helper()
-	seed := bytes.Repeat([]byte{byte(0x80 + seeds.Add(1))}, identity.SeedSize)
-	s, err := identity.NewSigner(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	p := &party{signer: s, keyPath: filepath.Join(dir, "id.key"), peersPath: filepath.Join(dir, "peers.json")}
-	if err := os.WriteFile(p.keyPath, identity.EncodeKeyFile(seed), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.writePeers(t, map[string]*party{})
-	return p
+	id := agenttest.IdentFrom(t, byte(0x80+seeds.Add(1)))
+	return &party{signer: id.Signer, keyPath: id.KeyPath, peersPath: id.PeersPath}
 }
 
 func (p *party) key() identity.PublicKey { return p.signer.Public() }
@@ -103,55 +78,22 @@ type nodeOpts struct {
 	edit func(c *agent.Config, root string)
 }
 
-// start runs an agent for p in session on the bus at url.
+// start runs an agent for p in session on the bus at url, without a host
+// sink: notices reach the client only in channel mode.
 func start(t testing.TB, p *party, session, url string, o *nodeOpts) *node {
 	t.Helper()
-	n := &node{t: t, p: p, root: t.TempDir(), logs: &testutil.LockedBuffer{}, session: session}
-	cfg := agent.Config{
-		KeyPath:   p.keyPath,
-		PeersPath: p.peersPath,
-		URLs:      []string{url},
-		Session:   session,
-		StateRoot: n.root,
-		Cwd:       "/work/" + session,
-		Logger:    slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Timing:    fastTiming(),
-	}
-	if o != nil && o.edit != nil {
-		o.edit(&cfg, n.root)
-	}
-	a, err := agent.New(cfg)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	n.a = a
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewInProcessClient(a.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.OnNotification(func(x mcp.JSONRPCNotification) {
+	id := &agenttest.Ident{Signer: p.signer, KeyPath: p.keyPath, PeersPath: p.peersPath}
+	an := agenttest.Start(t, id, session, []string{url}, &agenttest.Options{NoSink: true, Edit: func(c *agent.Config) {
+		if o != nil && o.edit != nil {
+			o.edit(c, c.StateRoot)
+		}
+	}})
+	n := &node{t: t, p: p, a: an.A, c: an.C, root: an.Root, logs: an.Logs, session: session}
+	an.C.OnNotification(func(x mcp.JSONRPCNotification) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		n.notifications = append(n.notifications, x)
 	})
-	t.Cleanup(func() {
-		_ = c.Close()
-		a.Stop()
-	})
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "hostile", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	n.c = c
 	return n
 }
 

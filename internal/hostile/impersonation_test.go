@@ -10,6 +10,7 @@ import (
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -62,7 +63,7 @@ func TestStrangerClaimingAReservedNameIsShownUnderItsFingerprint(t *testing.T) {
 	}
 	// Every knock notice was interlink's own, and quoted the claim.
 	for _, rec := range sink.Records() {
-		if rec.Sender != delivery.NoticeSender {
+		if rec.Sender != protocol.SystemSender {
 			t.Errorf("a notice from %q: %s", rec.Sender, rec.Content)
 		}
 	}

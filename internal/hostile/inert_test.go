@@ -11,6 +11,7 @@ import (
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -97,7 +98,7 @@ func TestHostileBodyIsInertInToolResultsInboxAndChannel(t *testing.T) {
 					for _, n := range v.channel() {
 						content, _ := n.Params.AdditionalFields["content"].(string)
 						meta, _ := n.Params.AdditionalFields["meta"].(map[string]any)
-						if meta["sender"] != render.SystemSender {
+						if meta["sender"] != protocol.SystemSender {
 							t.Errorf("channel notification from %v", meta["sender"])
 						}
 						js, _ := json.Marshal(meta)

@@ -97,12 +97,19 @@ func TestMCPSDKClient(t *testing.T) {
 		t.Errorf("beta: message_status = %q, want the receipt in state receiver_acknowledged", status)
 	}
 
-	// Bad arguments are a JSON-RPC error, not a tool result. mcp-go gives
-	// every handler error the code -32603, so only the message tells an
-	// invalid argument from a local failure.
+	// Bad arguments are a JSON-RPC error, not a tool result: -32602 for
+	// what the tool's schema refuses, with the server's own wording (so the
+	// SDK did not make it up), and -32603 with "invalid params:" for a
+	// mistake only the handler can see.
 	r := beta.do(t, 0, map[string]any{"op": "call", "name": "receive_messages", "args": map[string]any{"limit": 0}})
-	if r.OK || r.Error == nil || !strings.Contains(r.Error.Message, "invalid params") {
-		t.Errorf("beta: receive_messages with limit 0: %s, want a JSON-RPC error about invalid params", r.describe())
+	if r.OK || r.Error == nil || r.Error.Code == nil || *r.Error.Code != -32602 ||
+		!strings.Contains(r.Error.Message, "invalid params: receive_messages: limit: minimum: got 0, want 1") {
+		t.Errorf("beta: receive_messages with limit 0: %s, want the JSON-RPC error -32602 naming the limit", r.describe())
+	}
+	r = beta.do(t, 0, map[string]any{"op": "call", "name": "send_message", "args": map[string]any{"to": "nobody", "text": "x"}})
+	if r.OK || r.Error == nil || r.Error.Code == nil || *r.Error.Code != -32603 ||
+		!strings.Contains(r.Error.Message, `invalid params: unknown peer "nobody"`) {
+		t.Errorf("beta: send_message to an unknown peer: %s, want the JSON-RPC error -32603 naming the peer", r.describe())
 	}
 
 	// The SDK closes stdin, then sends SIGTERM after 2 s: a server that

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,11 +138,12 @@ func npmReason(err error, out []byte) string {
 			}
 		}
 	}
-	reason := strings.TrimPrefix(strings.Join([]string{code, msg}, ": "), ": ")
-	if reason == "" || reason == code {
-		reason = strings.TrimPrefix(err.Error()+": "+code, ": ")
-		reason = strings.TrimSuffix(reason, ": ")
+	// Without npm's own message, err (how npm exited) says the most.
+	parts := []string{code, msg}
+	if msg == "" {
+		parts = []string{fmt.Sprint(err), code}
 	}
+	reason := strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), ": ")
 	if len(reason) > 200 {
 		reason = reason[:200] + "..."
 	}

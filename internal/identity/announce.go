@@ -81,11 +81,11 @@ func (s *Signer) Announce(name string, sess SessionInfo, ts uint64) Announcement
 func (a *Announcement) Verify() (PublicKey, error) {
 	msg, err := a.SigningBytes()
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("%w: %v", ErrSignature, err)
+		return PublicKey{}, fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	sig, err := DecodeBase64(a.Sig)
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("%w: sig: %v", ErrSignature, err)
+		return PublicKey{}, fmt.Errorf("%w: sig: %w", ErrSignature, err)
 	}
 	if !VerifyStrict(msg[len(AnnounceDomain):len(AnnounceDomain)+KeySize], msg, sig) {
 		return PublicKey{}, ErrSignature

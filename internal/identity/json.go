@@ -25,7 +25,7 @@ type fields map[string]json.RawMessage
 func decodeObject(data []byte) (fields, error) {
 	var f fields
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDecode, err)
+		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
 	}
 	if f == nil { // the literal null
 		return nil, fmt.Errorf("%w: not an object", ErrDecode)
@@ -50,7 +50,7 @@ func (f fields) str(key string, required bool) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrDecode, key, err)
+		return "", fmt.Errorf("%w: %s: %w", ErrDecode, key, err)
 	}
 	return s, nil
 }

@@ -66,13 +66,13 @@ func ParsePublicKey(s string) (PublicKey, error) {
 	var k PublicKey
 	b, err := DecodeBase64(s)
 	if err != nil {
-		return k, fmt.Errorf("identity: parse key: %w", err)
+		return k, fmt.Errorf("%w in a key", err)
 	}
 	if len(b) != KeySize {
-		return k, fmt.Errorf("identity: parse key: %w: %d bytes", ErrKeyLength, len(b))
+		return k, fmt.Errorf("%w: a key of %d bytes, want %d", ErrKeyLength, len(b), KeySize)
 	}
 	if _, err := new(edwards25519.Point).SetBytes(b); err != nil {
-		return k, fmt.Errorf("identity: parse key: %w", ErrKeyPoint)
+		return k, ErrKeyPoint
 	}
 	copy(k[:], b)
 	return k, nil

@@ -21,10 +21,10 @@ func EncodeKeyFile(seed []byte) []byte {
 func ParseKeyFile(data []byte) (*Signer, error) {
 	seed, err := DecodeBase64(strings.TrimSpace(string(data)))
 	if err != nil {
-		return nil, fmt.Errorf("identity: key file: %w", err)
+		return nil, fmt.Errorf("%w in the key file", err)
 	}
 	if len(seed) != SeedSize {
-		return nil, fmt.Errorf("identity: key file: %w: %d bytes, want %d", ErrKeyLength, len(seed), SeedSize)
+		return nil, fmt.Errorf("%w: the key file holds %d bytes, want %d", ErrKeyLength, len(seed), SeedSize)
 	}
 	return NewSigner(seed)
 }

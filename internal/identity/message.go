@@ -136,11 +136,11 @@ func (m *Message) Canonical() (Canonical, error) {
 func (m *Message) Verify() (PublicKey, error) {
 	c, err := m.Canonical()
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("%w: %v", ErrSignature, err)
+		return PublicKey{}, fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	sig, err := DecodeBase64(m.Sig)
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("%w: sig: %v", ErrSignature, err)
+		return PublicKey{}, fmt.Errorf("%w: sig: %w", ErrSignature, err)
 	}
 	if len(sig) != SignatureSize {
 		return PublicKey{}, fmt.Errorf("%w: %v", ErrSignature, ErrSignatureLength)

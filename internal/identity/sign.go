@@ -19,7 +19,7 @@ type Signer struct {
 // NewSigner returns the signer for a 32-byte RFC 8032 seed.
 func NewSigner(seed []byte) (*Signer, error) {
 	if len(seed) != SeedSize {
-		return nil, fmt.Errorf("identity: seed: %w: %d bytes", ErrKeyLength, len(seed))
+		return nil, fmt.Errorf("%w: a seed of %d bytes, want %d", ErrKeyLength, len(seed), SeedSize)
 	}
 	priv := ed25519.NewKeyFromSeed(seed)
 	s := &Signer{priv: priv}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -90,7 +91,7 @@ func TestKnockFloodFromManyKeysKeepsThePendingRequest(t *testing.T) {
 		t.Fatalf("notices of dropped knocks = %+v, want one", dropped)
 	}
 	wantDropped := flood + 1 - (pairing.InboundCap - 1)
-	if d := dropped[0]; d.Sender != inbound.SystemSender || !strings.HasPrefix(d.Text, fmt.Sprintf("%d pairing requests", wantDropped)) ||
+	if d := dropped[0]; d.Sender != protocol.SystemSender || !strings.HasPrefix(d.Text, fmt.Sprintf("%d pairing requests", wantDropped)) ||
 		!strings.Contains(d.Text, "list of pending pairing requests is full") || !strings.Contains(d.Text, "too many arrived at once") {
 		t.Errorf("dropped notice from %q: %s\nwant the count %d and both reasons", d.Sender, d.Text, wantDropped)
 	}

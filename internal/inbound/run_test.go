@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/relay"
 )
@@ -57,8 +59,7 @@ func TestRunRetriesBadPeers(t *testing.T) {
 	f.writePeers(t, "{")
 	post(t, url, own, payload(t, f.msg(t, f.alice, nil)))
 	start(t, f.loop(url))
-	eventually(t, "a failed attempt", func() bool { return strings.Contains(f.logs.String(), "will retry") })
-	time.Sleep(50 * time.Millisecond) // several more attempts
+	eventually(t, "three failed attempts", func() bool { return strings.Count(f.logs.String(), "will retry") >= 3 })
 	if !queued(t, url, own) {
 		t.Fatal("message left the bus while peers.json was corrupt")
 	}
@@ -91,30 +92,47 @@ func TestRunTwoRelays(t *testing.T) {
 	f.wantLog(t, "reason=replay")
 }
 
-// TestRunRelayDown: an unreachable relay is retried, and the outage is
-// logged once.
+// TestRunRelayDown: a relay that hangs up on every request is retried, and
+// the outage is logged once.
 func TestRunRelayDown(t *testing.T) {
 	f := newFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
-	start(t, f.loop(url))
-	eventually(t, "the outage to be logged", func() bool { return strings.Contains(f.logs.String(), "relay unreachable") })
-	time.Sleep(50 * time.Millisecond) // several more attempts
+	t.Cleanup(func() { _ = ln.Close() })
+	var tries atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed by the cleanup
+			}
+			tries.Add(1)
+			_ = c.Close()
+		}
+	}()
+	start(t, f.loop("http://"+ln.Addr().String()))
+	eventually(t, "three attempts", func() bool { return tries.Load() >= 3 })
 	if c := strings.Count(f.logs.String(), "relay unreachable"); c != 1 {
-		t.Errorf("outage logged %d times, want once", c)
+		t.Errorf("outage logged %d times in %d attempts, want once", c, tries.Load())
 	}
 }
 
-// TestRunStops: cancelling the context ends a parked long-poll at once, and
-// Run leaves no goroutine behind.
+// TestRunStops: cancelling the context ends a parked long-poll at once: Run
+// returns and the relay sees the request end.
 func TestRunStops(t *testing.T) {
 	f := newFixture(t)
-	url := startBus(t)
-	before := runtime.NumGoroutine()
+	var polls atomic.Int32 // /recv requests the relay is serving
+	url := bustest.Start(t, &bustest.Options{Wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/recv" {
+				polls.Add(1)
+				defer polls.Add(-1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
 	l := inbound.New(inbound.Config{
 		Relay: relay.New(url, nil), Route: f.meRoute, Own: f.me.Public(), Gate: f.gate,
 		Peers: f.peers, Mailbox: f.mb, Pairing: f.pair, Sticky: f.sticky,
@@ -122,7 +140,7 @@ func TestRunStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond) // let it park in a 25 s long-poll
+	eventually(t, "a long-poll parked on the relay", func() bool { return polls.Load() == 1 })
 	cancel()
 	select {
 	case err := <-done:
@@ -132,5 +150,5 @@ func TestRunStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	eventually(t, "the long-poll to end on the relay", func() bool { return polls.Load() == 0 })
 }

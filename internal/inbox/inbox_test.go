@@ -185,7 +185,7 @@ func TestBatchBounds(t *testing.T) {
 	}
 }
 
-// Item 39: a torn tail is never consumed; the next append cuts it off, and
+// A torn tail is never consumed; the next append cuts it off, and
 // both complete records arrive.
 func TestTornTail(t *testing.T) {
 	b := newInbox(t)
@@ -243,7 +243,7 @@ func TestCursorEdgeCases(t *testing.T) {
 	}
 }
 
-// Item 39: records appended while batches are read and committed are
+// Records appended while batches are read and committed are
 // never skipped.
 func TestConcurrentAppendsNeverSkipped(t *testing.T) {
 	b := newInbox(t)

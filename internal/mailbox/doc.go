@@ -65,7 +65,7 @@
 // bytes of them; the caller then leaves the message on the broker. Only
 // unread records count: a session that reads what it receives is never
 // full, however much it receives. Tombstones are kept while their message
-// timestamp is within [gate.MaxPast], the window in which the trust gate
+// timestamp is within [protocol.MaxPast], the window in which the trust gate
 // still accepts the same message, so a redelivered duplicate still finds
 // its tombstone; at most [MaxTombstones] are kept, the oldest going first.
 // Unread records are never evicted. Acknowledgements and notice changes are

@@ -314,7 +314,7 @@ func (o object) str(key string, required bool) (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("%s: %v", key, err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	return s, nil
 }
@@ -354,7 +354,7 @@ func decode(data []byte, exists bool) (document, error) {
 	}
 	d, err := decodeDocument(data)
 	if err != nil {
-		return document{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return document{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return d, nil
 }
@@ -399,7 +399,7 @@ func decodeDocument(data []byte) (document, error) {
 	for i := range *f.Records {
 		r, err := decodeRecord(&(*f.Records)[i])
 		if err != nil {
-			return document{}, fmt.Errorf("records[%d]: %v", i, err)
+			return document{}, fmt.Errorf("records[%d]: %w", i, err)
 		}
 		if !r.Unread() {
 			// Files written before tombstones, or by the original
@@ -412,7 +412,7 @@ func decodeDocument(data []byte) (document, error) {
 	if raw := f.Notice; len(raw) > 0 && !isNull(raw) {
 		n, err := decodeNotice(raw)
 		if err != nil {
-			return document{}, fmt.Errorf("notice: %v", err)
+			return document{}, fmt.Errorf("notice: %w", err)
 		}
 		d.notice = &n
 	}

@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -59,18 +58,13 @@ type Mailbox struct {
 	// tombs is the tombstone log; guarded by the file lock, not by mu.
 	tombs *tombLog
 
-	mu    sync.Mutex // guards quiet and last
-	quiet *quiet     // see [Mailbox.Reserve]; nil when unknown
-	last  *cached    // the file as this Mailbox last read or wrote it; nil when unknown
-}
+	// last is the file as this Mailbox last read or wrote it: a file with
+	// the same bytes decodes to the same document, so decoding it again
+	// is skipped.
+	last *statefile.Cache[document]
 
-// cached is a decoded mailbox file together with its exact bytes. A file
-// with the same bytes decodes to the same document, so decoding it again
-// is skipped; the bytes are compared in full, never trusted by size or
-// time.
-type cached struct {
-	data []byte
-	doc  document
+	mu    sync.Mutex // guards quiet
+	quiet *quiet     // see [Mailbox.Reserve]; nil when unknown
 }
 
 // Open returns the mailbox of the identity own and the given session under
@@ -108,6 +102,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 		now:      o.Now,
 		newID:    o.NewID,
 		log:      o.Logger,
+		last:     statefile.NewCache(func(d document) document { return d.clone() }),
 	}, nil
 }
 
@@ -133,27 +128,15 @@ func (m *Mailbox) read() (document, error) {
 	if !exists {
 		return document{}, nil
 	}
-	m.mu.Lock()
-	last := m.last
-	m.mu.Unlock()
-	if last != nil && bytes.Equal(last.data, data) {
-		return last.doc.clone(), nil
+	if d, ok := m.last.Get(data); ok {
+		return d, nil
 	}
 	d, err := decode(data, exists)
 	if err != nil {
 		return document{}, fmt.Errorf("%w (%s)", err, m.path)
 	}
-	m.remember(data, &d)
+	m.last.Put(data, d)
 	return d, nil
-}
-
-// remember keeps a copy of the file part of d as the document of the file
-// bytes data.
-func (m *Mailbox) remember(data []byte, d *document) {
-	c := &cached{data: data, doc: d.clone()}
-	m.mu.Lock()
-	m.last = c
-	m.mu.Unlock()
 }
 
 // update runs fn on the current document with the lock held and writes the
@@ -168,16 +151,12 @@ func (m *Mailbox) remember(data []byte, d *document) {
 // written: a crash in between leaves a message both unread and tombstoned,
 // which the next change resolves in favour of the tombstone, so nothing
 // already consumed is shown as new after a redelivery.
-func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (changed bool, err error)) (err error) {
-	unlock, err := statefile.LockContext(ctx, m.lockPath)
-	if err != nil {
-		return fmt.Errorf("mailbox: %w", err)
-	}
-	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = fmt.Errorf("mailbox: %w", uerr)
-		}
-	}()
+func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (changed bool, err error)) error {
+	return statefile.Locked(ctx, m.lockPath, func() error { return m.change(admit, fn) })
+}
+
+// change is the body of [Mailbox.update], run with the lock held.
+func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err error)) error {
 	d, err := m.read()
 	if err != nil {
 		return err
@@ -232,7 +211,7 @@ func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (
 	if err := statefile.WriteAtomic(m.path, data); err != nil {
 		return fmt.Errorf("mailbox: %w", err)
 	}
-	m.remember(data, &d)
+	m.last.Put(data, d)
 	return nil
 }
 
@@ -244,7 +223,7 @@ func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (
 //
 // Otherwise, under the lock, it
 //  1. prunes tombstones whose message timestamp is more than
-//     [gate.MaxPast] before now (they live as long as the gate would
+//     [protocol.MaxPast] before now (they live as long as the gate would
 //     accept a replay; unread records are never pruned),
 //  2. coalesces progress: when msg has a task_id and its status is update
 //     or terminal, every earlier record or tombstone with the same From,
@@ -385,19 +364,14 @@ func (m *Mailbox) Records() ([]Record, error) {
 // being unread. It takes the file lock, since the tombstone log is read
 // incrementally under it.
 func (m *Mailbox) Tombstones() (out []Tombstone, err error) {
-	unlock, err := statefile.Lock(m.lockPath)
-	if err != nil {
-		return nil, fmt.Errorf("mailbox: %w", err)
-	}
-	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = fmt.Errorf("mailbox: %w", uerr)
+	err = statefile.Locked(context.Background(), m.lockPath, func() error {
+		if err := m.tombs.refresh(); err != nil {
+			return err
 		}
-	}()
-	if err := m.tombs.refresh(); err != nil {
-		return nil, err
-	}
-	return slices.Clone(m.tombs.list), nil
+		out = slices.Clone(m.tombs.list)
+		return nil
+	})
+	return out, err
 }
 
 // Acknowledge marks the messages named by receipts as consumed, superseded

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/interlink-go/interlink/internal/gate"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -108,7 +108,7 @@ func (t *tombLog) refresh() error {
 			tb, err := decodeTombstone(line)
 			if err != nil {
 				t.reset()
-				return fmt.Errorf("%w: %s line %d: %v", ErrCorrupt, t.path, t.lines+1, err)
+				return fmt.Errorf("%w: %s line %d: %w", ErrCorrupt, t.path, t.lines+1, err)
 			}
 			t.apply(tb)
 		}
@@ -180,7 +180,7 @@ func (t *tombLog) appendFile(buf []byte) (err error) {
 // go). It runs under the file lock, so readers of other processes see the
 // new file, with its new identity, and read it in full.
 func (t *tombLog) compactIfDue(now uint64) error {
-	maxPast := uint64(gate.MaxPast.Milliseconds())
+	maxPast := uint64(protocol.MaxPast.Milliseconds())
 	stale := t.lines - len(t.list)
 	anyExpired := len(t.list) > 0 && now > t.oldest && now-t.oldest > maxPast
 	if !anyExpired && stale < max(1024, len(t.list)) && len(t.list) <= MaxTombstones {

@@ -132,7 +132,7 @@ func decode(data []byte, exists bool) (document, error) {
 	}
 	d, err := decodeDoc(data)
 	if err != nil {
-		return document{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return document{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return d, nil
 }
@@ -152,7 +152,7 @@ func decodeDoc(data []byte) (document, error) {
 	for i, fe := range *f.Messages {
 		s, err := decodeEntry(&fe)
 		if err != nil {
-			return document{}, fmt.Errorf("messages[%d]: %v", i, err)
+			return document{}, fmt.Errorf("messages[%d]: %w", i, err)
 		}
 		if seen[s.MsgID] {
 			return document{}, fmt.Errorf("messages[%d]: msg_id %q appears twice", i, s.MsgID)

@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -185,18 +184,13 @@ type Outbox struct {
 	// sending is set while this Outbox holds the sender lock.
 	sending atomic.Bool
 
+	// last is the file as last read or written: a file with the same bytes
+	// decodes to the same document, so decoding it again is skipped.
+	last *statefile.Cache[document]
+
 	mu      sync.Mutex
 	wake    chan struct{} // closed and replaced to wake every waiter; guarded by mu
 	running bool          // a Run is active; guarded by mu
-	last    *cached       // the file as last read or written; guarded by mu
-}
-
-// cached is a decoded outbox file with its exact bytes. A file with the
-// same bytes decodes to the same document, so decoding is skipped; the
-// bytes are compared in full.
-type cached struct {
-	data []byte
-	doc  document
 }
 
 // Open returns the outbox of the identity own and session under stateRoot:
@@ -232,6 +226,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 		lockRetry:   cmp.Or(opts.LockRetry, DefaultLockRetry),
 		log:         opts.Logger,
 		wake:        make(chan struct{}),
+		last:        statefile.NewCache(func(d document) document { return d.clone() }),
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -252,57 +247,41 @@ func (o *Outbox) read() (document, error) {
 	if err != nil {
 		return document{}, fmt.Errorf("outbox: %w", err)
 	}
-	o.mu.Lock()
-	last := o.last
-	o.mu.Unlock()
-	if exists && last != nil && bytes.Equal(last.data, data) {
-		return last.doc.clone(), nil
+	if exists {
+		if d, ok := o.last.Get(data); ok {
+			return d, nil
+		}
 	}
 	d, err := decode(data, exists)
 	if err != nil {
 		return document{}, fmt.Errorf("%w (%s)", err, o.path)
 	}
 	if exists {
-		o.remember(data, &d)
+		o.last.Put(data, d)
 	}
 	return d, nil
-}
-
-// remember keeps a copy of d as the document of the file bytes data.
-func (o *Outbox) remember(data []byte, d *document) {
-	c := &cached{data: data, doc: d.clone()}
-	o.mu.Lock()
-	o.last = c
-	o.mu.Unlock()
 }
 
 // update runs fn on the current document with the lock held and writes the
 // result when fn reports a change. An error from fn is returned as is and
 // nothing is written; a corrupt file is never overwritten.
-func (o *Outbox) update(ctx context.Context, fn func(d *document) (changed bool, err error)) (err error) {
-	unlock, err := statefile.LockContext(ctx, o.lockPath)
-	if err != nil {
-		return fmt.Errorf("outbox: %w", err)
-	}
-	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = fmt.Errorf("outbox: %w", uerr)
+func (o *Outbox) update(ctx context.Context, fn func(d *document) (changed bool, err error)) error {
+	return statefile.Locked(ctx, o.lockPath, func() error {
+		d, err := o.read()
+		if err != nil {
+			return err
 		}
-	}()
-	d, err := o.read()
-	if err != nil {
-		return err
-	}
-	changed, err := fn(&d)
-	if err != nil || !changed {
-		return err
-	}
-	data := encode(&d)
-	if err := statefile.WriteAtomic(o.path, data); err != nil {
-		return fmt.Errorf("outbox: %w", err)
-	}
-	o.remember(data, &d)
-	return nil
+		changed, err := fn(&d)
+		if err != nil || !changed {
+			return err
+		}
+		data := encode(&d)
+		if err := statefile.WriteAtomic(o.path, data); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+		o.last.Put(data, d)
+		return nil
+	})
 }
 
 // Enqueue is [Outbox.EnqueueLogged] with the message's own text in the log.
@@ -326,7 +305,7 @@ func (o *Outbox) EnqueueLogged(ctx context.Context, route, peer, logText string,
 	}
 	payload, err := m.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("outbox: enqueue %s: encode: %v", m.MsgID, err)
+		return fmt.Errorf("outbox: enqueue %s: encode: %w", m.MsgID, err)
 	}
 	now := identity.Millis(o.now())
 	err = o.update(ctx, func(d *document) (bool, error) {

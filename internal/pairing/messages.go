@@ -35,7 +35,7 @@ func InboundFromKnock(sender identity.PublicKey, m *identity.Message) (Request, 
 		return Request{}, fmt.Errorf("%w: knock from %s names another key or no session", ErrNoReplyRoute, key)
 	}
 	if err := route.ValidateSession(r.Session); err != nil {
-		return Request{}, fmt.Errorf("%w: knock from %s: %v", ErrNoReplyRoute, key, err)
+		return Request{}, fmt.Errorf("%w: knock from %s: %w", ErrNoReplyRoute, key, err)
 	}
 	// The request id comes back as the confirmation's in_reply_to, where an
 	// empty value means none; such a knock could never be accepted.
@@ -141,7 +141,7 @@ func checkOwnRoute(s *identity.Signer, ownRoute route.Route) error {
 func Resign(job Job, s *identity.Signer, now time.Time) (identity.Message, error) {
 	signer, err := job.Msg.Verify()
 	if err != nil {
-		return identity.Message{}, fmt.Errorf("%w %q: %v", ErrBadJob, job.Msg.MsgID, err)
+		return identity.Message{}, fmt.Errorf("%w %q: %w", ErrBadJob, job.Msg.MsgID, err)
 	}
 	if signer != s.Public() {
 		return identity.Message{}, fmt.Errorf("%w %q: signed by %s, not the own key", ErrBadJob, job.Msg.MsgID, signer)

@@ -13,8 +13,7 @@ import (
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
-// Item 20, pairing half: a knock without a usable reply route is discarded
-// and nothing is stored.
+// A knock without a usable reply route is discarded and nothing is stored.
 func TestKnockWithoutReplyRoute(t *testing.T) {
 	alice := testutil.NumberedSigner(t, 1)
 	key := alice.Public().String()
@@ -66,7 +65,8 @@ func TestInboundFromKnock(t *testing.T) {
 	}
 }
 
-// Item 33, store half.
+// A queued job is signed again with a fresh time and the same msg_id, so a
+// job that waited out a long outage is not stale when it goes.
 func TestResign(t *testing.T) {
 	me, bob := testutil.NumberedSigner(t, 0), testutil.NumberedSigner(t, 1)
 	meRoute := route.New(me.Public().String(), "me-1")

@@ -78,13 +78,7 @@ func encode(st State) ([]byte, error) {
 		Outbound: nonNil(st.Outbound),
 		Queued:   nonNil(st.Queued),
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(f); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return identity.Marshal(f)
 }
 
 func nonNil[T any](s []T) []T {
@@ -109,7 +103,7 @@ func decode(data []byte, exists bool) (st State, skipped []skippedJob, err error
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return State{}, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return State{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if top == nil {
 		return State{}, nil, fmt.Errorf("%w: not an object", ErrCorrupt)
@@ -156,7 +150,7 @@ func list(top map[string]json.RawMessage, key string) ([]json.RawMessage, error)
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrCorrupt, key, err)
 	}
 	return elems, nil
 }
@@ -188,7 +182,7 @@ func str(obj map[string]json.RawMessage, key string) (string, error) {
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", fmt.Errorf("%s: %v", key, err)
+		return "", fmt.Errorf("%s: %w", key, err)
 	}
 	return v, nil
 }
@@ -200,7 +194,7 @@ func decodeRequests(list string, elems []json.RawMessage) ([]Request, error) {
 	for i, raw := range elems {
 		r, err := decodeRequest(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s[%d]: %v", ErrCorrupt, list, i, err)
+			return nil, fmt.Errorf("%w: %s[%d]: %w", ErrCorrupt, list, i, err)
 		}
 		reqs = append(reqs, r)
 	}

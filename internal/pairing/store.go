@@ -1,6 +1,7 @@
 package pairing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -107,54 +108,38 @@ func (s *Store) logDropped(skipped []skippedJob) {
 	}
 }
 
-// lock takes the file lock and returns the function that releases it.
-func (s *Store) lock() (func() error, error) {
-	unlock, err := statefile.Lock(s.lockPath)
-	if err != nil {
-		return nil, fmt.Errorf("pairing: %w", err)
-	}
-	return func() error {
-		if err := unlock(); err != nil {
-			return fmt.Errorf("pairing: %w", err)
-		}
-		return nil
-	}, nil
+// locked runs fn with the file lock held.
+func (s *Store) locked(fn func() error) error {
+	return statefile.Locked(context.Background(), s.lockPath, fn)
 }
 
 // update runs fn on the current state with the lock held and writes the
 // result when fn reports a change (or when undecodable jobs are to be
 // removed). An error from fn is returned as is and nothing is written; so is
 // a corrupt file, which is never overwritten.
-func (s *Store) update(fn func(st *State) (changed bool, err error)) (err error) {
-	unlock, err := s.lock()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if uerr := unlock(); err == nil {
-			err = uerr
+func (s *Store) update(fn func(st *State) (changed bool, err error)) error {
+	return s.locked(func() error {
+		st, skipped, err := s.read()
+		if err != nil {
+			return err
 		}
-	}()
-	st, skipped, err := s.read()
-	if err != nil {
-		return err
-	}
-	changed, err := fn(&st)
-	if err != nil {
-		return err
-	}
-	if !changed && len(skipped) == 0 {
+		changed, err := fn(&st)
+		if err != nil {
+			return err
+		}
+		if !changed && len(skipped) == 0 {
+			return nil
+		}
+		data, err := encode(st)
+		if err != nil {
+			return fmt.Errorf("pairing: encode: %w", err)
+		}
+		if err := s.write(s.path, data); err != nil {
+			return fmt.Errorf("pairing: %w", err)
+		}
+		s.logDropped(skipped)
 		return nil
-	}
-	data, err := encode(st)
-	if err != nil {
-		return fmt.Errorf("pairing: encode: %w", err)
-	}
-	if err := s.write(s.path, data); err != nil {
-		return fmt.Errorf("pairing: %w", err)
-	}
-	s.logDropped(skipped)
-	return nil
+	})
 }
 
 // Receive records an inbound request (a knock) and reports whether its key
@@ -278,42 +263,35 @@ func (s *Store) Find(fp string) (Request, error) {
 // once storage works completes the change; authorize runs again, so it must
 // be idempotent (adding a peer that is already present with the same name
 // must succeed).
-func (s *Store) Accept(req Request, job Job, authorize func() error) (err error) {
+func (s *Store) Accept(req Request, job Job, authorize func() error) error {
 	if job.Msg.Kind != identity.KindPairAccept || job.Msg.To != req.Key || job.Msg.InReplyTo != req.RequestID {
 		return fmt.Errorf("%w: not the confirmation of request %q from %s", ErrBadJob, req.RequestID, req.Key)
 	}
-	unlock, err := s.lock()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if uerr := unlock(); err == nil {
-			err = uerr
+	return s.locked(func() error {
+		st, skipped, err := s.read()
+		if err != nil {
+			return err
 		}
-	}()
-	st, skipped, err := s.read()
-	if err != nil {
-		return err
-	}
-	if !slices.Contains(st.Inbound, req) {
-		return fmt.Errorf("%w (%s)", ErrNotPending, req.Key)
-	}
-	if st.Queued, err = enqueue(st.Queued, job); err != nil {
-		return err
-	}
-	st.Inbound, _ = removeKey(st.Inbound, req.Key)
-	data, err := encode(st)
-	if err != nil {
-		return fmt.Errorf("pairing: encode: %w", err)
-	}
-	if err := authorize(); err != nil {
-		return err
-	}
-	if err := s.write(s.path, data); err != nil {
-		return &ConfirmationPendingError{Key: req.Key, Err: err}
-	}
-	s.logDropped(skipped)
-	return nil
+		if !slices.Contains(st.Inbound, req) {
+			return fmt.Errorf("%w (%s)", ErrNotPending, req.Key)
+		}
+		if st.Queued, err = enqueue(st.Queued, job); err != nil {
+			return err
+		}
+		st.Inbound, _ = removeKey(st.Inbound, req.Key)
+		data, err := encode(st)
+		if err != nil {
+			return fmt.Errorf("pairing: encode: %w", err)
+		}
+		if err := authorize(); err != nil {
+			return err
+		}
+		if err := s.write(s.path, data); err != nil {
+			return &ConfirmationPendingError{Key: req.Key, Err: err}
+		}
+		s.logDropped(skipped)
+		return nil
+	})
 }
 
 // Reject removes the pending inbound requests from key and reports whether

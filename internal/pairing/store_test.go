@@ -24,8 +24,8 @@ import (
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
-// Item 30: a knock survives a restart and its confirmation goes back to the
-// session that knocked.
+// A knock survives a restart and its confirmation goes back to the session
+// that knocked.
 func TestRestartFindsKnock(t *testing.T) {
 	f := newFixture(t)
 	alice := testutil.NumberedSigner(t, 1)
@@ -86,7 +86,8 @@ func sameFingerprintKey(tb testing.TB, k identity.PublicKey) identity.PublicKey 
 	return identity.PublicKey{}
 }
 
-// Item 31.
+// Two pending keys that share a fingerprint are found only by their full
+// keys; a fingerprint is ambiguous and asks for the full key.
 func TestFindAmbiguousFingerprint(t *testing.T) {
 	f := newFixture(t)
 	k1 := testutil.NumberedSigner(t, 1).Public()
@@ -120,7 +121,8 @@ func TestFindAmbiguousFingerprint(t *testing.T) {
 	}
 }
 
-// Item 32.
+// A repeated request to the same key keeps the first request id, so a late
+// acceptance of the first attempt still matches.
 func TestRepeatedRequestKeepsID(t *testing.T) {
 	f := newFixture(t)
 	bob := testutil.NumberedSigner(t, 2)
@@ -214,7 +216,8 @@ func pendingFixture(t *testing.T) (*fixture, Request, Job) {
 	return f, req, f.accept(t, req, "a1")
 }
 
-// Item 34.
+// A full control queue refuses an acceptance before the peer is
+// authorized, and changes nothing.
 func TestAcceptQueueFull(t *testing.T) {
 	f, req, job := pendingFixture(t)
 	st := f.load(t)
@@ -237,7 +240,8 @@ func TestAcceptQueueFull(t *testing.T) {
 	}
 }
 
-// Item 35.
+// When the confirmation cannot be stored after the peer was authorized, the
+// error says so and carries the cause.
 func TestAcceptConfirmationPending(t *testing.T) {
 	f, req, job := pendingFixture(t)
 	errDisk := errors.New("disk full")
@@ -417,7 +421,7 @@ func TestOutboundCap(t *testing.T) {
 	}
 }
 
-// Item 38, store half.
+// A claimed name is stored cleaned and bounded.
 func TestClaimedNameCleaned(t *testing.T) {
 	tests := []struct {
 		name, claim string
@@ -465,7 +469,8 @@ func TestClaimedNameCleaned(t *testing.T) {
 	}
 }
 
-// Item 21, store half.
+// An acceptance matches only an outstanding request of its key, by the
+// request id it cites.
 func TestPendingAccept(t *testing.T) {
 	f := newFixture(t)
 	bob := testutil.NumberedSigner(t, 2)

@@ -9,43 +9,98 @@ import (
 )
 
 // Errors returned by this package, grouped by the phase that reports them.
-// Check them with [errors.Is]; messages carry the detail.
+// Check them with [errors.Is]; messages carry the detail. Like every
+// sentinel of this module, each says the package's name first; the typed
+// errors below leave it out, since they reach callers wrapped as
+// "policy: …", and a caller that shows one to a person takes it out with
+// [errors.As].
 var (
 	// Loading peers.json.
 
 	// ErrMissing reports that peers.json does not exist. The file is never
 	// created implicitly; a file holding {} is a valid empty policy.
-	ErrMissing = errors.New("peers.json does not exist")
+	ErrMissing = errors.New("policy: peers.json does not exist")
 	// ErrInvalid reports a peers.json that breaks the format; the whole
 	// file is rejected. The message says what is wrong.
-	ErrInvalid = errors.New("invalid peers.json")
-	// ErrDuplicateKey reports one key listed under two petnames. It comes
-	// wrapped together with ErrInvalid.
-	ErrDuplicateKey = errors.New("same key under two petnames")
+	ErrInvalid = errors.New("policy: invalid peers.json")
+	// ErrDuplicateKey reports one key listed under two petnames. It wraps
+	// ErrInvalid.
+	ErrDuplicateKey = fmt.Errorf("%w: same key under two petnames", ErrInvalid)
 	// ErrDuplicateName reports a petname that appears twice in the JSON
-	// object. It comes wrapped together with ErrInvalid.
-	ErrDuplicateName = errors.New("petname appears twice")
+	// object. It wraps ErrInvalid.
+	ErrDuplicateName = fmt.Errorf("%w: petname appears twice", ErrInvalid)
 
 	// Changing peers.json.
 
-	// ErrInvalidName reports a petname that is empty, blank, invisible or
-	// not valid UTF-8.
-	ErrInvalidName = errors.New("invalid petname")
-	// ErrReservedName reports a petname that [IsReserved] refuses.
-	ErrReservedName = errors.New("reserved petname")
+	// ErrInvalidName is what a [PetnameError] unwraps to when the name
+	// holds what a petname may not.
+	ErrInvalidName = errors.New("policy: invalid petname")
+	// ErrReservedName is what a [PetnameError] unwraps to when
+	// [IsReserved] refuses the name.
+	ErrReservedName = errors.New("policy: reserved petname")
 	// ErrSmallOrderKey reports a key of small order, which can never sign
 	// a message that verifies, so listing it would be pointless.
-	ErrSmallOrderKey = errors.New("key has small order and can never sign a valid message")
+	ErrSmallOrderKey = errors.New("policy: key has small order and can never sign a valid message")
 	// ErrConflict is what a [ConflictError] unwraps to.
-	ErrConflict = errors.New("peer conflict")
+	ErrConflict = errors.New("policy: peer conflict")
 
 	// Resolving names.
 
-	// ErrUnknownPeer reports a target that names no peer or roster entry.
-	ErrUnknownPeer = errors.New("unknown peer")
+	// ErrUnknownPeer is what an [UnknownPeerError] unwraps to.
+	ErrUnknownPeer = errors.New("policy: unknown peer")
 	// ErrAmbiguous is what an [AmbiguousError] unwraps to.
-	ErrAmbiguous = errors.New("ambiguous peer")
+	ErrAmbiguous = errors.New("policy: ambiguous peer")
 )
+
+// PetnameError says why a name cannot be a petname: see [CheckPetname].
+type PetnameError struct {
+	// Name is the name refused.
+	Name string
+	// Reserved is set when the name is a spelling of a reserved name; then
+	// the error matches [ErrReservedName], otherwise [ErrInvalidName].
+	Reserved bool
+	// Reason says what is wrong with the name, for a person to read.
+	Reason string
+}
+
+func (e *PetnameError) Error() string {
+	kind := "invalid petname"
+	if e.Reserved {
+		kind = "reserved petname"
+	}
+	return fmt.Sprintf("%s %q: %s", kind, e.Name, e.Reason)
+}
+
+// Unwrap returns [ErrReservedName] or [ErrInvalidName].
+func (e *PetnameError) Unwrap() error {
+	if e.Reserved {
+		return ErrReservedName
+	}
+	return ErrInvalidName
+}
+
+// UnknownPeerError reports a target that names no peer, or no entry of the
+// roster.
+type UnknownPeerError struct {
+	// Target is the text that was looked up.
+	Target string
+	// Want says what the target may be.
+	Want string
+	// Known lists the known petnames, when the target had to be one; it may
+	// be empty.
+	Known string
+}
+
+func (e *UnknownPeerError) Error() string {
+	s := fmt.Sprintf("unknown peer %q: expected %s", e.Target, e.Want)
+	if e.Known != "" {
+		s += "; " + e.Known
+	}
+	return s
+}
+
+// Unwrap returns [ErrUnknownPeer].
+func (e *UnknownPeerError) Unwrap() error { return ErrUnknownPeer }
 
 // ConflictError reports an add that would give a listed key a second
 // petname, or move an existing petname to another key. Nothing was changed.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 // maxListedNames bounds how many petnames an unknown-peer error lists.
@@ -22,14 +23,15 @@ const maxListedNames = 20
 // text cannot send anything to a stranger. An unknown name is an error
 // wrapping [ErrUnknownPeer] that lists the known petnames.
 func (p *Policy) ResolveSendTarget(to string, own identity.PublicKey) (identity.PublicKey, string, error) {
-	if strings.EqualFold(strings.TrimSpace(to), SelfName) {
-		return own, SelfName, nil
+	if strings.EqualFold(strings.TrimSpace(to), protocol.SelfSender) {
+		return own, protocol.SelfSender, nil
 	}
 	if k, ok := p.Key(to); ok {
 		return k, to, nil
 	}
-	return identity.PublicKey{}, "", fmt.Errorf("policy: %w %q: expected %q or a petname from peers.json (keys and fingerprints are not accepted); %s",
-		ErrUnknownPeer, to, SelfName, p.knownNames())
+	return identity.PublicKey{}, "", fmt.Errorf("policy: %w", &UnknownPeerError{Target: to,
+		Want:  fmt.Sprintf("%q or a petname from peers.json (keys and fingerprints are not accepted)", protocol.SelfSender),
+		Known: p.knownNames()})
 }
 
 // knownNames describes the petnames of p for an error message.
@@ -86,7 +88,8 @@ func ResolveRoster(target string, roster []RosterEntry) (identity.PublicKey, err
 			return unique(target, keys)
 		}
 	}
-	return identity.PublicKey{}, fmt.Errorf("policy: %w %q: expected a full key, an 8-character fingerprint or a name on the roster", ErrUnknownPeer, target)
+	return identity.PublicKey{}, fmt.Errorf("policy: %w", &UnknownPeerError{Target: target,
+		Want: "a full key, an 8-character fingerprint or a name on the roster"})
 }
 
 // matchRoster returns the distinct keys of the entries that match, sorted by
@@ -122,7 +125,8 @@ func (p *Policy) ResolvePeer(target string, roster []RosterEntry) (identity.Publ
 	}
 	k, err := ResolveRoster(target, roster)
 	if errors.Is(err, ErrUnknownPeer) {
-		return identity.PublicKey{}, "", fmt.Errorf("policy: %w %q: expected a petname, a full key, an 8-character fingerprint or a name on the roster", ErrUnknownPeer, target)
+		return identity.PublicKey{}, "", fmt.Errorf("policy: %w", &UnknownPeerError{Target: target,
+			Want: "a petname, a full key, an 8-character fingerprint or a name on the roster"})
 	}
 	if err != nil {
 		return identity.PublicKey{}, "", err

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -15,20 +16,9 @@ import (
 // have.
 const PetnameLimit = untrusted.NameLimit
 
-// Reserved names. Rendering puts a petname where the sender of a message is
-// named, and these two words already stand there for our own identity and
-// for interlink itself, so no peer may carry them.
-const (
-	// SelfName names our own identity: a message signed with our own key
-	// is attributed to it, and send_message takes it for another session
-	// of this identity.
-	SelfName = "self"
-	// SystemName is the sender of the notices interlink itself writes.
-	SystemName = "Interlink"
-)
-
-// CheckPetname returns nil when name may be a petname. Otherwise its error
-// wraps [ErrInvalidName] or [ErrReservedName] and says why.
+// CheckPetname returns nil when name may be a petname. Otherwise it returns
+// a [*PetnameError], wrapped, that matches [ErrInvalidName] or
+// [ErrReservedName] and says why.
 //
 // A petname is shown to the model as the sender of a message, verbatim: the
 // renderer refuses to write a sender it would have to change. So a petname
@@ -43,27 +33,39 @@ const (
 //     the separators U+2028 and U+2029;
 //   - [IsReserved] reports it.
 func CheckPetname(name string) error {
+	if pe := checkPetname(name); pe != nil {
+		return fmt.Errorf("policy: %w", pe)
+	}
+	return nil
+}
+
+// checkPetname is [CheckPetname] returning the [*PetnameError] itself.
+func checkPetname(name string) *PetnameError {
+	invalid := func(format string, args ...any) *PetnameError {
+		return &PetnameError{Name: name, Reason: fmt.Sprintf(format, args...)}
+	}
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidName)
+		return invalid("empty")
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidName)
+		return invalid("not valid UTF-8")
 	case utf8.RuneCountInString(name) > PetnameLimit:
-		return fmt.Errorf("%w: longer than %d characters", ErrInvalidName, PetnameLimit)
+		return invalid("longer than %d characters", PetnameLimit)
 	}
 	first, _ := utf8.DecodeRuneInString(name)
 	last, _ := utf8.DecodeLastRuneInString(name)
 	if unicode.IsSpace(first) || unicode.IsSpace(last) {
-		return fmt.Errorf("%w: leading or trailing white space", ErrInvalidName)
+		return invalid("leading or trailing white space")
 	}
 	for _, r := range name {
 		if renderUnsafe(r) {
-			return fmt.Errorf("%w: holds %U, which rendering would change or drop", ErrInvalidName, r)
+			return invalid("holds %U, which rendering would change or drop", r)
 		}
 	}
 	if IsReserved(name) {
-		return fmt.Errorf("%w: %s and %s name our own identity and interlink's notices, in any case or spelling",
-			ErrReservedName, SelfName, SystemName)
+		return &PetnameError{Name: name, Reserved: true, Reason: fmt.Sprintf(
+			"%s and %s name our own identity and interlink's notices, in any case or spelling",
+			protocol.SelfSender, protocol.SystemSender)}
 	}
 	return nil
 }
@@ -89,7 +91,7 @@ func renderUnsafe(r rune) bool {
 // "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink" and "<self>" are all reserved.
 func IsReserved(name string) bool {
 	f := reservedForm(name)
-	return strings.EqualFold(f, SelfName) || strings.EqualFold(f, SystemName)
+	return strings.EqualFold(f, protocol.SelfSender) || strings.EqualFold(f, protocol.SystemSender)
 }
 
 // reservedForm returns name as [IsReserved] compares it.
@@ -119,5 +121,5 @@ func ReducePetname(claimed string) string {
 		}
 		return r
 	}, untrusted.Clean(claimed))
-	return cutRunes(strings.TrimSpace(s), PetnameLimit)
+	return untrusted.CapRunes(strings.TrimSpace(s), PetnameLimit)
 }

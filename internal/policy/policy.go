@@ -123,15 +123,6 @@ func (p *Policy) remove(name string) bool {
 // Keys of small order load, for compatibility with files written elsewhere;
 // they can never sign a message that verifies, so they admit nothing.
 func Parse(data []byte) (*Policy, error) {
-	p, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	return p, nil
-}
-
-// parse is Parse without the package prefix on errors.
-func parse(data []byte) (*Policy, error) {
 	// The decoder would silently replace invalid bytes in strings.
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
@@ -155,20 +146,20 @@ func parse(data []byte) (*Policy, error) {
 			return nil, fmt.Errorf("%w: object key is %s", ErrInvalid, describe(tok))
 		}
 		if _, dup := p.byName[name]; dup {
-			return nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrDuplicateName, name)
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateName, name)
 		}
 		// A petname is shown as the sender of its peer's messages, so a
 		// hand-edited file must not be able to name a peer "self" or
 		// "Interlink", or give it a name rendering would alter.
-		if err := CheckPetname(name); err != nil {
-			return nil, fmt.Errorf("%w: petname %q: %w", ErrInvalid, name, err)
+		if pe := checkPetname(name); pe != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, pe)
 		}
 		k, err := parseEntry(dec, name)
 		if err != nil {
 			return nil, err
 		}
 		if other, dup := p.byKey[k]; dup {
-			return nil, fmt.Errorf("%w: %w: %q and %q both have key %s", ErrInvalid, ErrDuplicateKey, other, name, k)
+			return nil, fmt.Errorf("%w: %q and %q both have key %s", ErrDuplicateKey, other, name, k)
 		}
 		p.put(name, k)
 	}
@@ -221,7 +212,7 @@ func parseEntry(dec *json.Decoder, name string) (identity.PublicKey, error) {
 	}
 	k, err = identity.ParsePublicKey(*keyText)
 	if err != nil {
-		return k, fmt.Errorf("%w: petname %q: %v", ErrInvalid, name, err)
+		return k, fmt.Errorf("%w: petname %q: %w", ErrInvalid, name, err)
 	}
 	return k, nil
 }
@@ -231,7 +222,7 @@ func syntaxError(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: unexpected end of JSON", ErrInvalid)
 	}
-	return fmt.Errorf("%w: not valid JSON: %v", ErrInvalid, err)
+	return fmt.Errorf("%w: not valid JSON: %w", ErrInvalid, err)
 }
 
 // describe names the kind of JSON value that starts with tok.

@@ -110,7 +110,7 @@ func TestParseRejects(t *testing.T) {
 		{name: "petname INTERLINK", data: policyJSON(Entry{"INTERLINK", k1}), is: ErrReservedName},
 		{name: "petname full-width Interlink", data: policyJSON(Entry{"Ｉｎｔｅｒｌｉｎｋ", k1}), is: ErrReservedName},
 		{name: "petname with a zero-width space", data: policyJSON(Entry{"Inter\u200blink", k1}), is: ErrInvalidName, msg: "U+200B"},
-		{name: "empty petname", data: policyJSON(Entry{"", k1}), is: ErrInvalidName, msg: `petname "": invalid petname: empty`},
+		{name: "empty petname", data: policyJSON(Entry{"", k1}), is: ErrInvalidName, msg: `invalid petname "": empty`},
 		{name: "petname with angle brackets", data: policyJSON(Entry{"<self>", k1}), is: ErrInvalidName, msg: "U+003C"},
 		{name: "petname with a quote", data: policyJSON(Entry{`Inter"link`, k1}), is: ErrInvalidName, msg: "U+0022"},
 		{name: "petname with surrounding space", data: policyJSON(Entry{" laptop", k1}), is: ErrInvalidName, msg: "white space"},

@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/statefile"
+	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // Store is peers.json on disk. Its fields are fixed by [Open], so a Store is
@@ -30,18 +30,18 @@ type Store struct {
 func Open(path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("policy: open %s: %v", path, err)
+		return nil, fmt.Errorf("policy: open %s: %w", path, err)
 	}
 	resolved, err := filepath.EvalSymlinks(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("policy: open %s: %w (a file containing {} is a valid empty policy)", path, ErrMissing)
+		return nil, fmt.Errorf("%w: %s (a file containing {} is a valid empty policy)", ErrMissing, path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("policy: open %s: %v", path, err)
+		return nil, fmt.Errorf("policy: open %s: %w", path, err)
 	}
 	s := &Store{path: resolved, lockPath: statefile.LockPath(resolved, "json.lock")}
 	if _, err := s.read(); err != nil {
-		return nil, fmt.Errorf("policy: open %s: %w", path, err)
+		return nil, err
 	}
 	return s, nil
 }
@@ -56,31 +56,26 @@ func (s *Store) LockPath() string { return s.lockPath }
 // ever replaced by rename, so what it reads is one complete version. Call it
 // for every use rather than keeping the result, so that changes made by
 // other sessions take effect without a restart.
-func (s *Store) Load() (*Policy, error) {
-	p, err := s.read()
-	if err != nil {
-		return nil, fmt.Errorf("policy: load: %w", err)
-	}
-	return p, nil
-}
+func (s *Store) Load() (*Policy, error) { return s.read() }
 
 // read reads and parses the file without a lock.
 func (s *Store) read() (*Policy, error) {
 	data, exists, err := statefile.Read(s.path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("policy: read %s: %w", s.path, err)
 	}
 	return s.decode(data, exists)
 }
 
-// decode parses the contents of the file as read.
+// decode parses the contents of the file as read. Its errors start with
+// one of this package's sentinels, so the path follows them.
 func (s *Store) decode(data []byte, exists bool) (*Policy, error) {
 	if !exists {
-		return nil, fmt.Errorf("%s: %w", s.path, ErrMissing)
+		return nil, fmt.Errorf("%w: %s", ErrMissing, s.path)
 	}
-	p, err := parse(data)
+	p, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.path, err)
+		return nil, fmt.Errorf("%w (in %s)", err, s.path)
 	}
 	return p, nil
 }
@@ -88,19 +83,29 @@ func (s *Store) decode(data []byte, exists bool) (*Policy, error) {
 // update runs change on a private copy of the current policy under the lock
 // and writes the result. The file is rewritten even when change left the
 // policy as it was, as other implementations do. If change (or reading the
-// file) fails, nothing is written.
+// file) fails, nothing is written, and its error, which comes from this
+// package and says what was refused, is returned as it is; a failure to
+// lock or write the file is wrapped with the path.
 func (s *Store) update(change func(p *Policy) error) error {
-	return statefile.Update(s.path, s.lockPath, func(data []byte, exists bool) ([]byte, error) {
+	var refused error
+	err := statefile.Update(s.path, s.lockPath, func(data []byte, exists bool) ([]byte, error) {
 		cur, err := s.decode(data, exists)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			next := cur.clone()
+			if err = change(next); err == nil {
+				return next.Marshal(), nil
+			}
 		}
-		next := cur.clone()
-		if err := change(next); err != nil {
-			return nil, err
-		}
-		return next.Marshal(), nil
+		refused = err
+		return nil, err
 	})
+	switch {
+	case refused != nil:
+		return refused
+	case err != nil:
+		return fmt.Errorf("policy: update %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Add lists key under the petname name.
@@ -112,13 +117,9 @@ func (s *Store) update(change func(p *Policy) error) error {
 // change.
 func (s *Store) Add(name string, key identity.PublicKey) error {
 	if err := checkAdd(name, key); err != nil {
-		return fmt.Errorf("policy: add %q: %w", name, err)
+		return err
 	}
-	err := s.update(func(p *Policy) error { return add(p, name, key) })
-	if err != nil {
-		return fmt.Errorf("policy: add %q: %w", name, err)
-	}
-	return nil
+	return s.update(func(p *Policy) error { return add(p, name, key) })
 }
 
 // checkAdd checks what [Store.Add] refuses before looking at the file.
@@ -147,11 +148,11 @@ func add(p *Policy, name string, key identity.PublicKey) error {
 		if cur == name {
 			return nil
 		}
-		return &ConflictError{Name: name, Key: key, ExistingName: cur, ExistingKey: key}
+		return fmt.Errorf("policy: %w", &ConflictError{Name: name, Key: key, ExistingName: cur, ExistingKey: key})
 	}
 	// A petname never changes hands: see the package documentation.
 	if cur, ok := p.byName[name]; ok {
-		return &ConflictError{Name: name, Key: key, ExistingName: name, ExistingKey: cur}
+		return fmt.Errorf("policy: %w", &ConflictError{Name: name, Key: key, ExistingName: name, ExistingKey: cur})
 	}
 	p.put(name, key)
 	return nil
@@ -175,7 +176,7 @@ func (s *Store) AddForPairing(name string, key identity.PublicKey) (string, erro
 		return add(p, name, key)
 	})
 	if err != nil {
-		return "", fmt.Errorf("policy: add %q: %w", name, err)
+		return "", err
 	}
 	return got, nil
 }
@@ -197,7 +198,7 @@ func (s *Store) AddForPairing(name string, key identity.PublicKey) (string, erro
 // is refused ([ErrSmallOrderKey]).
 func (s *Store) AddAccepted(claimed string, key identity.PublicKey) (string, error) {
 	if err := checkKey(key); err != nil {
-		return "", fmt.Errorf("policy: accept %s: %w", key.Fingerprint(), err)
+		return "", err
 	}
 	var got string
 	err := s.update(func(p *Policy) error {
@@ -210,7 +211,7 @@ func (s *Store) AddAccepted(claimed string, key identity.PublicKey) (string, err
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("policy: accept %s: %w", key.Fingerprint(), err)
+		return "", err
 	}
 	return got, nil
 }
@@ -229,24 +230,11 @@ func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
 	// Terminates: p has finitely many names.
 	for n := 2; ; n++ {
 		suffix := "-" + strconv.Itoa(n)
-		name := cutRunes(base, PetnameLimit-len(suffix)) + suffix
+		name := untrusted.CapRunes(base, PetnameLimit-len(suffix)) + suffix
 		if _, taken := p.byName[name]; !taken {
 			return name
 		}
 	}
-}
-
-// cutRunes returns the first n characters of s, without trailing white
-// space.
-func cutRunes(s string, n int) string {
-	count := 0
-	for i := range s {
-		if count == n {
-			return strings.TrimSpace(s[:i])
-		}
-		count++
-	}
-	return s
 }
 
 // Remove deletes the entry for the petname name, matched exactly, and
@@ -258,7 +246,7 @@ func (s *Store) Remove(name string) (bool, error) {
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("policy: remove %q: %w", name, err)
+		return false, err
 	}
 	return removed, nil
 }

@@ -94,14 +94,24 @@ func (a *Announcer) Info() identity.SessionInfo {
 	return a.info
 }
 
-// SetSummary replaces the summary of the descriptor with s, trimmed of
-// surrounding white space, and asks a running [Announcer.Run] to announce
-// at once. A summary longer than [SummaryLimit] characters is refused with
-// an error wrapping [ErrSummaryTooLong], and the old summary stays.
-func (a *Announcer) SetSummary(s string) error {
+// CheckSummary returns s as a summary keeps it, trimmed of surrounding
+// white space, or an error wrapping [ErrSummaryTooLong] when that is longer
+// than [SummaryLimit] characters.
+func CheckSummary(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if n := utf8.RuneCountInString(s); n > SummaryLimit {
-		return fmt.Errorf("%w: %d characters, the limit is %d", ErrSummaryTooLong, n, SummaryLimit)
+		return "", fmt.Errorf("%w: %d characters, the limit is %d", ErrSummaryTooLong, n, SummaryLimit)
+	}
+	return s, nil
+}
+
+// SetSummary replaces the summary of the descriptor with s as
+// [CheckSummary] keeps it, and asks a running [Announcer.Run] to announce
+// at once. A summary that CheckSummary refuses leaves the old one.
+func (a *Announcer) SetSummary(s string) error {
+	s, err := CheckSummary(s)
+	if err != nil {
+		return err
 	}
 	a.mu.Lock()
 	a.info.Summary = s

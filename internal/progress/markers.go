@@ -2,6 +2,7 @@ package progress
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,7 +169,7 @@ func (m *Markers) touch(t time.Time) error {
 func (m *Markers) open(t Task) error {
 	data, err := json.Marshal(taskJSON{TaskID: t.ID, Peer: t.Peer, Since: t.Since.UnixMilli()})
 	if err != nil {
-		return fmt.Errorf("progress: encode marker: %v", err)
+		return fmt.Errorf("progress: encode marker: %w", err)
 	}
 	return m.locked(func() error {
 		if err := statefile.WriteAtomic(m.marker, data); err != nil {
@@ -188,7 +189,7 @@ func (m *Markers) clear(taskID string) error {
 			return err
 		}
 		if err := os.Remove(m.marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("progress: %v", err)
+			return fmt.Errorf("progress: %w", err)
 		}
 		return nil
 	})
@@ -196,17 +197,8 @@ func (m *Markers) clear(taskID string) error {
 
 // locked runs fn with the marker's lock held and returns its error, or the
 // error from releasing the lock if fn succeeded.
-func (m *Markers) locked(fn func() error) (err error) {
-	unlock, err := statefile.Lock(m.lock)
-	if err != nil {
-		return fmt.Errorf("progress: %w", err)
-	}
-	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = fmt.Errorf("progress: %w", uerr)
-		}
-	}()
-	return fn()
+func (m *Markers) locked(fn func() error) error {
+	return statefile.Locked(context.Background(), m.lock, fn)
 }
 
 // readTask reads and decodes the marker at path. A missing file gives
@@ -218,7 +210,7 @@ func readTask(path string) (Task, bool, error) {
 	}
 	t, err := decodeTask(data)
 	if err != nil {
-		return Task{}, false, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		return Task{}, false, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}
 	return t, true, nil
 }
@@ -275,12 +267,12 @@ func readLimited(path string, limit int64) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("progress: %v", err)
+		return nil, false, fmt.Errorf("progress: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, false, fmt.Errorf("progress: read %s: %v", path, err)
+		return nil, false, fmt.Errorf("progress: read %s: %w", path, err)
 	}
 	return data, true, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -122,7 +123,7 @@ func Nudge(stdin io.Reader, stdout io.Writer, stateRoot string, getenv func(stri
 		return err
 	}
 	if _, err := stdout.Write(out); err != nil {
-		return fmt.Errorf("progress: hook: write output: %v", err)
+		return fmt.Errorf("progress: hook: write output: %w", err)
 	}
 	return nil
 }
@@ -147,7 +148,7 @@ func parseInterval(s string) (time.Duration, bool) {
 func readHookInput(r io.Reader) (string, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxHookInput+1))
 	if err != nil {
-		return "", fmt.Errorf("progress: hook: read input: %v", err)
+		return "", fmt.Errorf("progress: hook: read input: %w", err)
 	}
 	if len(data) > MaxHookInput {
 		return "", fmt.Errorf("%w: larger than %d bytes", ErrHookInput, MaxHookInput)
@@ -161,7 +162,7 @@ func readHookInput(r io.Reader) (string, error) {
 	}
 	var in hookInput
 	if err := json.Unmarshal(data, &in); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrHookInput, err)
+		return "", fmt.Errorf("%w: %w", ErrHookInput, err)
 	}
 	if strings.TrimSpace(in.SessionID) == "" {
 		return "", nil
@@ -187,15 +188,12 @@ func reminder(t Task, interval time.Duration) string {
 
 // encodeOutput returns the hook output carrying text, with a final newline.
 func encodeOutput(text string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(hookOutput{HookSpecificOutput: hookSpecific{
+	out, err := identity.Marshal(hookOutput{HookSpecificOutput: hookSpecific{
 		HookEventName:     "PostToolUse",
 		AdditionalContext: text,
 	}})
 	if err != nil {
-		return nil, fmt.Errorf("progress: hook: encode output: %v", err)
+		return nil, fmt.Errorf("progress: hook: encode output: %w", err)
 	}
-	return buf.Bytes(), nil
+	return append(out, '\n'), nil
 }

@@ -120,7 +120,7 @@ func (c *Client) Send(ctx context.Context, route string, payload []byte) error {
 		Payload json.RawMessage `json:"payload"`
 	}{route, payload})
 	if err != nil {
-		return fmt.Errorf("relay: send: encode: %v", err)
+		return fmt.Errorf("relay: send: encode: %w", err)
 	}
 	_, err = c.do(ctx, "send", http.MethodPost, "/send", body, sendTimeout, 0)
 	return err
@@ -161,7 +161,7 @@ func (c *Client) Recv(ctx context.Context, route string, wait time.Duration) (De
 		} `json:"envelope"`
 	}
 	if err := json.Unmarshal(body, &reply); err != nil {
-		return Delivery{}, fmt.Errorf("%w: recv from %s: %v", ErrMalformed, c.base, err)
+		return Delivery{}, fmt.Errorf("%w: recv from %s: %w", ErrMalformed, c.base, err)
 	}
 	if reply.Status != "message" {
 		return Delivery{}, nil
@@ -186,7 +186,7 @@ func (c *Client) Ack(ctx context.Context, route, ack string) error {
 		Ack string `json:"ack"`
 	}{route, ack})
 	if err != nil {
-		return fmt.Errorf("relay: ack: encode: %v", err)
+		return fmt.Errorf("relay: ack: encode: %w", err)
 	}
 	_, err = c.do(ctx, "ack", http.MethodPost, "/ack", body, ackTimeout, 0)
 	return err
@@ -197,7 +197,7 @@ func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
 	a.AgeMS = nil // the relay stamps its own
 	body, err := identity.Marshal(a)
 	if err != nil {
-		return fmt.Errorf("relay: announce: encode: %v", err)
+		return fmt.Errorf("relay: announce: encode: %w", err)
 	}
 	_, err = c.do(ctx, "announce", http.MethodPost, "/announce", body, announceTimeout, 0)
 	return err
@@ -211,7 +211,7 @@ func (c *Client) Unregister(ctx context.Context, pubkey string, s identity.Sessi
 		Session identity.SessionInfo `json:"session"`
 	}{pubkey, s})
 	if err != nil {
-		return fmt.Errorf("relay: unregister: encode: %v", err)
+		return fmt.Errorf("relay: unregister: encode: %w", err)
 	}
 	_, err = c.do(ctx, "unregister", http.MethodPost, "/unregister", body, unregisterTimeout, 0)
 	return err

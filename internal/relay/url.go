@@ -56,7 +56,7 @@ func checkURL(raw string) error {
 		if ue, ok := err.(*url.Error); ok {
 			err = ue.Err
 		}
-		return fmt.Errorf("%w %q: %v", ErrBadURL, raw, err)
+		return fmt.Errorf("%w %q: %w", ErrBadURL, raw, err)
 	}
 	if i := strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
 		// A blank inside a base URL is almost always a typo in a list, and

@@ -42,15 +42,8 @@ import (
 
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/protocol"
 )
-
-// SystemSender is the sender of notices written by interlink itself (inbox
-// and pairing notices). No petname can take it.
-const SystemSender = policy.SystemName
-
-// SelfSender is the sender of messages from another session of our own
-// identity. No petname can take it.
-const SelfSender = policy.SelfName
 
 // MaxText is the most bytes of one message's text that one tool result
 // shows. The rest stays in the mailbox; [RecordFrom] shows it from an
@@ -78,11 +71,11 @@ type Message struct {
 }
 
 // SenderAttr returns the sender attribute a block writes for name, and
-// whether it writes one: name itself when it is [SystemSender],
-// [SelfSender] or a petname [policy.CheckPetname] accepts, and nothing
+// whether it writes one: name itself when it is [protocol.SystemSender],
+// [protocol.SelfSender] or a petname [policy.CheckPetname] accepts, and nothing
 // otherwise. The attribute is never a changed form of name.
 func SenderAttr(name string) (string, bool) {
-	if name == SystemSender || name == SelfSender || policy.CheckPetname(name) == nil {
+	if name == protocol.SystemSender || name == protocol.SelfSender || policy.CheckPetname(name) == nil {
 		return name, true
 	}
 	return "", false
@@ -102,11 +95,11 @@ const (
 // left out, in the order sender, msg_id, task, status, in_reply_to. The
 // header names the sender in double quotes, which no petname holds, so a
 // petname cannot pass the rest of its header off as the header's own words. The
-// content of a notice from [SystemSender] is interlink's own text and goes
+// content of a notice from [protocol.SystemSender] is interlink's own text and goes
 // through [Inert]; any other content goes through [Body].
 func Block(m Message) string {
 	sender, named := SenderAttr(m.Sender)
-	system := named && sender == SystemSender
+	system := named && sender == protocol.SystemSender
 	var b strings.Builder
 	b.Grow(len(m.Content) + 512)
 	switch {

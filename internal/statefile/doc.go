@@ -12,10 +12,12 @@
 //     then the directory is synced (Unix only).
 //
 // Callers that must do something else between computing the new contents
-// and writing them take the same lock with [Lock] and then use [Read] and
-// [WriteAtomic] themselves. [UpdateContext] and [LockContext] stop waiting
-// for the lock when their context ends, so a process that is shutting down
-// is never held up by another process sitting on a lock.
+// and writing them run under the same lock with [Locked] (or take it with
+// [Lock]) and then use [Read] and [WriteAtomic] themselves. [UpdateContext],
+// [Locked] and [LockContext] stop waiting for the lock when their context
+// ends, so a process that is shutting down is never held up by another
+// process sitting on a lock. A [Cache] keeps the value a file decoded to, so
+// that reading the same bytes again skips the decoding.
 //
 // Readers that only read use [Read] and take no lock: because the data file
 // is only ever replaced by rename, a reader sees either the old or the new

@@ -60,7 +60,7 @@ func snapshot(t *testing.T, s *Bolt, routes ...string) map[string]queueState {
 	return got
 }
 
-// D1: payloads, keys, order and depths survive a reopen.
+// Payloads, keys, order and depths survive a reopen.
 func TestBoltReopenKeepsQueues(t *testing.T) {
 	t.Parallel()
 	s := openBolt(t, newBoltPath(t), nil)
@@ -81,7 +81,7 @@ func TestBoltReopenKeepsQueues(t *testing.T) {
 	}
 }
 
-// D2: deleted entries stay deleted.
+// Deleted entries stay deleted.
 func TestBoltAckedStayGone(t *testing.T) {
 	t.Parallel()
 	s := openBolt(t, newBoltPath(t), nil)
@@ -95,7 +95,7 @@ func TestBoltAckedStayGone(t *testing.T) {
 	wantEmpty(t, s, "K#s")
 }
 
-// D3: the sequence starts at 0 in a new file and continues across reopens.
+// The sequence starts at 0 in a new file and continues across reopens.
 func TestBoltSequenceContinues(t *testing.T) {
 	t.Parallel()
 	s := openBolt(t, newBoltPath(t), nil)
@@ -123,7 +123,7 @@ func TestBoltSequenceContinues(t *testing.T) {
 	}
 }
 
-// D4: a cap lowered between runs trims a queue on its next enqueue only.
+// A cap lowered between runs trims a queue on its next enqueue only.
 func TestBoltLowerCapOnReopen(t *testing.T) {
 	t.Parallel()
 	s := openBolt(t, newBoltPath(t), &Options{Cap: 5})
@@ -162,7 +162,7 @@ func TestBoltFileMode(t *testing.T) {
 	}
 }
 
-// D6: a second store on the same file fails fast instead of waiting.
+// A second store on the same file fails fast instead of waiting.
 func TestBoltLocked(t *testing.T) {
 	t.Parallel()
 	path := newBoltPath(t)
@@ -185,7 +185,7 @@ func TestBoltLocked(t *testing.T) {
 	}
 }
 
-// D7: the parent directory must exist and is not created.
+// The parent directory must exist and is not created.
 func TestBoltMissingDirectory(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "missing")

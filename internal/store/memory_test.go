@@ -24,7 +24,7 @@ func TestMemorySequenceFromClock(t *testing.T) {
 	}
 }
 
-// D8: nothing survives a restart, and a key from before the restart cannot
+// Nothing survives a restart, and a key from before the restart cannot
 // delete a newer entry.
 func TestMemoryRestartStartsEmpty(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)

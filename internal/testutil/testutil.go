@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +113,20 @@ func newSigner(tb testing.TB, seed []byte) *identity.Signer {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// Deps returns the import paths of the packages pkg depends on, pkg
+// included, as `go list -deps` reports them for the binaries (test files
+// left out). It skips the test when the go command cannot be run.
+func Deps(tb testing.TB, pkg string) []string {
+	tb.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Skipf("go command not found: %v", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", pkg).Output()
+	if err != nil {
+		tb.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
 }

@@ -69,13 +69,13 @@ func removed(r rune) bool {
 // meant for display names: the name claimed in a pairing request and the
 // names on the presence roster.
 func Name(s string) string {
-	return capRunes(Clean(s), NameLimit)
+	return CapRunes(Clean(s), NameLimit)
 }
 
 // Summary cleans s with [Clean] and keeps at most [SummaryLimit] characters.
 // It is meant for the free-text summary a session announces.
 func Summary(s string) string {
-	return capRunes(Clean(s), SummaryLimit)
+	return CapRunes(Clean(s), SummaryLimit)
 }
 
 // Label cleans s with [Clean] and keeps at most [LabelLimit] bytes, cutting
@@ -85,9 +85,10 @@ func Label(s string) string {
 	return capBytes(Clean(s), LabelLimit)
 }
 
-// capRunes returns the first n code points of s, trimmed again so a cut
-// never leaves white space at the end.
-func capRunes(s string, n int) string {
+// CapRunes returns the first n characters (code points) of s, trimmed
+// again so that a cut never leaves white space at the end. A string of at
+// most n characters is returned as it is.
+func CapRunes(s string, n int) string {
 	count := 0
 	for i := range s {
 		if count == n {

@@ -120,6 +120,19 @@ func TestLabel(t *testing.T) {
 	})
 }
 
+func TestCapRunesCountsCharactersNotBytes(t *testing.T) {
+	a := strings.Repeat
+	capAt3 := func(s string) string { return CapRunes(s, 3) }
+	runCases(t, capAt3, []stringCase{
+		{name: "shorter", in: "ab", want: "ab"},
+		{name: "exactly", in: "abc", want: "abc"},
+		{name: "longer", in: "abcd", want: "abc"},
+		{name: "multi-byte characters", in: a("日", 5), want: a("日", 3)},
+		{name: "cut leaves no trailing space", in: "ab  cd", want: "ab"},
+		{name: "untrimmed when not cut", in: " a ", want: " a "},
+	})
+}
+
 func TestLimitsBound(t *testing.T) {
 	inputs := map[string]string{
 		"ascii":     strings.Repeat("x", 10<<10),

@@ -1,0 +1,213 @@
+// Package session holds what an agent has only once it knows its session
+// id: the files of the session (mailbox, outbox, pairing state, task
+// markers, saved failed deliveries), its route, its presence on the roster
+// and the sink through which notices reach its host. [Binding] opens them
+// exactly once.
+//
+// A Claude Code agent knows its id at start and is bound at once. A Codex
+// agent learns its id when the thread's hooks call bind_codex_session;
+// until then it has no [Session], and everything that needs one waits or
+// refuses.
+package session
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/codex"
+	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/pairing"
+	"github.com/interlink-go/interlink/internal/presence"
+	"github.com/interlink-go/interlink/internal/progress"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/route"
+)
+
+// Session is the bound session. Its fields are set before the binding is
+// ready and never change after, so whoever got it may read them freely.
+type Session struct {
+	// ID is the session id; Route is key#ID.
+	ID    string
+	Route route.Route
+	// Mailbox holds what this session received.
+	Mailbox *mailbox.Mailbox
+	// Outbox holds what this session sends until a relay takes it.
+	Outbox *outbox.Outbox
+	// Pairing holds the pairing requests and the control-message queue.
+	Pairing *pairing.Store
+	// Progress holds the task markers the progress reminder reads.
+	Progress *progress.Markers
+	// Presence announces the session on the relays' rosters.
+	Presence *presence.Announcer
+	// Failed holds the notices Codex could not be handed. It is nil unless
+	// the id is a Codex thread id: only those can have any, whatever the
+	// host of this process.
+	Failed *codex.Failed
+	// Sink reaches the host; nil means notices are not sent.
+	Sink delivery.Sink
+}
+
+// Config is what opening a session needs besides its id.
+type Config struct {
+	// StateRoot is the folder of every session file.
+	StateRoot string
+	// Signer is the identity; its key is the first half of the route.
+	Signer *identity.Signer
+	// Relays are the buses the session is announced on and sends through.
+	Relays []*relay.Client
+	// Name is the name claimed on the roster.
+	Name string
+	// Cwd is the working folder announced on the roster.
+	Cwd string
+	// Summary is the summary announced from the start; it may be empty.
+	Summary string
+	// Sink returns the sink for the session id; failed is the session's
+	// store of failed deliveries, or nil. A nil Sink, or a nil result,
+	// means no notices.
+	Sink func(id string, failed *codex.Failed) delivery.Sink
+	// Now is the clock; Announce, Retry and LockRetry are the intervals of
+	// the announcer and the outbox (zero means their defaults).
+	Now                        func() time.Time
+	Announce, Retry, LockRetry time.Duration
+	// Logger receives the log of every part.
+	Logger *slog.Logger
+}
+
+// Open opens the session id: its mailbox, pairing state, task markers and
+// outbox, and, for a Codex thread id, its failed deliveries. A failure is
+// an error of local state: the id was checked before.
+func Open(id string, cfg Config) (*Session, error) {
+	own := cfg.Signer.Public()
+	mb, err := mailbox.Open(cfg.StateRoot, own, id, &mailbox.Options{Now: cfg.Now, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	ps, err := pairing.Open(cfg.StateRoot, own, id, &pairing.Options{Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	pm, err := progress.Open(cfg.StateRoot, id, &progress.Options{Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	ob, err := outbox.Open(cfg.StateRoot, own, id, relay.Senders(cfg.Relays), cfg.Signer,
+		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	var failed *codex.Failed
+	if codex.ValidThread(id) == nil {
+		if failed, err = codex.OpenFailed(cfg.StateRoot, own, id); err != nil {
+			return nil, err
+		}
+	}
+	ann := presence.New(cfg.Relays, cfg.Signer, cfg.Name, presence.Describe(id, cfg.Cwd),
+		&presence.Options{Every: cfg.Announce, Now: cfg.Now, Logger: cfg.Logger})
+	if cfg.Summary != "" {
+		if err := ann.SetSummary(cfg.Summary); err != nil {
+			cfg.Logger.Warn("summary not kept", "err", err)
+		}
+	}
+	s := &Session{
+		ID:       id,
+		Route:    route.New(own.String(), id),
+		Mailbox:  mb,
+		Outbox:   ob,
+		Pairing:  ps,
+		Progress: pm,
+		Presence: ann,
+		Failed:   failed,
+	}
+	if cfg.Sink != nil {
+		s.Sink = cfg.Sink(id, failed)
+	}
+	return s, nil
+}
+
+// Binding gives an agent its session once. It is safe for concurrent use.
+type Binding struct {
+	cfg Config // fixed at creation; Summary is replaced by summary
+
+	// ready is closed once session is set; session never changes after.
+	ready   chan struct{}
+	session *Session
+
+	// mu serializes Bind, which opens the session's files while holding
+	// it (only another Bind or a SetSummary waits for that), and guards
+	// summary.
+	mu      sync.Mutex
+	summary string // set before binding, announced once bound
+}
+
+// NewBinding returns an unbound Binding that opens sessions with cfg.
+func NewBinding(cfg Config) *Binding {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Binding{cfg: cfg, ready: make(chan struct{})}
+}
+
+// Bind opens the session id and makes it the binding's session. Binding
+// again to the same id changes nothing and reports already; another id is
+// [ErrOtherSession].
+func (b *Binding) Bind(id string) (s *Session, already bool, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur := b.Session(); cur != nil {
+		if cur.ID == id {
+			return cur, true, nil
+		}
+		return nil, false, fmt.Errorf("%w: bound to %s", ErrOtherSession, cur.ID)
+	}
+	cfg := b.cfg
+	cfg.Summary = b.summary
+	if s, err = Open(id, cfg); err != nil {
+		return nil, false, err
+	}
+	b.session = s
+	close(b.ready)
+	return s, false, nil
+}
+
+// ErrOtherSession is the error of [Binding.Bind] for a binding that already
+// has another session: a session never moves to another id.
+var ErrOtherSession = errors.New("session: already bound to another session")
+
+// Session returns the session, or nil before [Binding.Bind] succeeded.
+func (b *Binding) Session() *Session {
+	select {
+	case <-b.ready:
+		return b.session
+	default:
+		return nil
+	}
+}
+
+// Ready is closed once the binding has its session.
+func (b *Binding) Ready() <-chan struct{} { return b.ready }
+
+// SetSummary sets the summary the session announces: at once when bound,
+// else from the moment it is bound. It returns the summary as kept and the
+// session when it was bound. Too long a summary is
+// [presence.ErrSummaryTooLong], checked the same way in both cases.
+func (b *Binding) SetSummary(summary string) (kept string, s *Session, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.Session(); s != nil {
+		if err := s.Presence.SetSummary(summary); err != nil {
+			return "", nil, err
+		}
+		return s.Presence.Info().Summary, s, nil
+	}
+	if kept, err = presence.CheckSummary(summary); err != nil {
+		return "", nil, err
+	}
+	b.summary = kept
+	return kept, nil, nil
+}

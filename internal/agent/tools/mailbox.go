@@ -1,0 +1,317 @@
+package tools
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/interlink-go/interlink/internal/agent/session"
+	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/render"
+)
+
+// Mailbox is the tools that read what this session received and follow
+// what it sent: receive_messages, read_message, acknowledge_messages,
+// message_status, list_pending and conversation_history. Everything they
+// need belongs to the session.
+type Mailbox struct{}
+
+// noUnread starts the answer of receive_messages when nothing is unread.
+const noUnread = "No unread messages. Carry on silently; no reply is needed."
+
+// Bounds of the fetching tools' arguments.
+const (
+	defaultLimit = 20
+	maxLimit     = 100
+	maxReceipts  = 100
+)
+
+// Tools returns the mailbox tools.
+func (mb Mailbox) Tools() []Tool {
+	return []Tool{
+		Bound(mcp.NewTool("message_status",
+			mcp.WithDescription("Local state of one message, by msg_id. Sent messages: pending, then bus_accepted (a relay took it; "+
+				"whether the receiver read it is unknown), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
+				"host_queued, delivery_failed, receiver_acknowledged. Handing a notice to the host never proves the model read or finished anything."),
+			mcp.WithString("msg_id", mcp.Required(), mcp.Description("The message id.")),
+		), mb.messageStatus),
+		Bound(mcp.NewTool("receive_messages",
+			mcp.WithDescription("Fetch unread peer messages without consuming them (questions and results before progress updates). "+
+				"After reading, pass the exact receipts to acknowledge_messages, then fetch again if the batch was full. "+
+				"Nothing is lost if this answer goes missing. An empty result means carry on silently. Progress needs no reply; "+
+				"point out questions, failures and results. Each receipt names the sender's public key, not its petname."),
+			mcp.WithString("notification_id", mcp.Description("Id from the inbox notice, if there was one; advisory.")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
+		), mb.receiveMessages),
+		Bound(mcp.NewTool("read_message",
+			mcp.WithDescription(fmt.Sprintf("Read one received message by its receipt, from a byte offset. A tool result shows at most "+
+				"%d bytes of a message's text and says when there is more; pass the receipt's sender and msg_id and the offset it gives "+
+				"to read on. Changes nothing; acknowledge the message as usual.", render.MaxText)),
+			mcp.WithString("sender", mcp.Required(), mcp.Description("Sender public key from the receipt.")),
+			mcp.WithString("msg_id", mcp.Required(), mcp.Description("msg_id from the receipt.")),
+			mcp.WithInteger("offset", mcp.Min(0), mcp.Max(math.MaxInt32), mcp.Description("Byte offset in the text to start at (default 0).")),
+		), mb.readMessage),
+		Bound(mcp.NewTool("acknowledge_messages",
+			mcp.WithDescription("Consume messages you have read, by their exact receipts ({sender, msg_id} as returned). "+
+				"Safe to repeat; messages that arrived later stay unread. Acknowledging means received, not acted on."),
+			mcp.WithArray("messages", mcp.Required(), mcp.Description("1 to 100 receipts."), mcp.MinItems(1), mcp.MaxItems(maxReceipts),
+				mcp.Items(map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"sender": map[string]any{"type": "string", "description": "Sender public key from the receipt."},
+						"msg_id": map[string]any{"type": "string"},
+					},
+					"required": []string{"sender", "msg_id"},
+				})),
+		), mb.acknowledgeMessages),
+		Bound(mcp.NewTool("conversation_history",
+			mcp.WithDescription("Recent messages with one peer, both directions, newest last. Read-only unless consume=true: "+
+				"pass it when you act on the returned messages so they are not delivered to you again. Received messages appear "+
+				"until they are acknowledged or superseded; after that only their receipt is kept. History cannot take back a notice "+
+				"the host already has."),
+			mcp.WithString("peer", mcp.Required(), mcp.Description("Petname, or 'self'.")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
+			mcp.WithBoolean("consume", mcp.Description("Acknowledge the returned received messages (default false).")),
+		), mb.conversationHistory),
+		Anytime(mcp.NewTool("list_pending",
+			mcp.WithDescription("Messages still waiting for a relay to take them, and messages every relay refused."),
+		), mb.listPending),
+	}
+}
+
+type receiveArgs struct {
+	NotificationID string `json:"notification_id"` // advisory; unused
+	Limit          whole  `json:"limit"`
+}
+
+func (Mailbox) receiveMessages(_ context.Context, s *session.Session, a receiveArgs) (string, error) {
+	recs, err := s.Mailbox.Receive(a.Limit.or(defaultLimit))
+	if err != nil {
+		return "", localState(err)
+	}
+	if len(recs) == 0 {
+		return noUnread, nil
+	}
+	lines := make([]string, len(recs))
+	for i := range recs {
+		lines[i] = render.Record(&recs[i])
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+type readArgs struct {
+	Sender string `json:"sender"`
+	MsgID  string `json:"msg_id"`
+	Offset whole  `json:"offset"`
+}
+
+func (Mailbox) readMessage(_ context.Context, s *session.Session, a readArgs) (string, error) {
+	recs, err := s.Mailbox.Records()
+	if err != nil {
+		return "", localState(err)
+	}
+	want := mailbox.Receipt{Sender: a.Sender, MsgID: a.MsgID}
+	for i := range recs {
+		if recs[i].Receipt() == want {
+			return render.RecordFrom(&recs[i], int(a.Offset)), nil
+		}
+	}
+	return "", invalidf("no received message with that receipt is kept in the mailbox; pass sender and msg_id exactly as the receipt gives them")
+}
+
+type acknowledgeArgs struct {
+	Messages []mailbox.Receipt `json:"messages"`
+}
+
+func (Mailbox) acknowledgeMessages(_ context.Context, s *session.Session, a acknowledgeArgs) (string, error) {
+	n, err := s.Mailbox.Acknowledge(a.Messages)
+	if err != nil {
+		return "", localState(err)
+	}
+	// The sentence is the original's: scripts match "Acknowledged N ".
+	return fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
+		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n), nil
+}
+
+type statusArgs struct {
+	MsgID string `json:"msg_id"`
+}
+
+func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs) (string, error) {
+	recs, err := s.Mailbox.Records()
+	if err != nil {
+		return "", localState(err)
+	}
+	// Both directions are shown when both know the id: a peer can reuse the
+	// id of a message it received, and must not hide the sent one's state.
+	var parts []string
+	for i := range recs {
+		if recs[i].Message.MsgID == a.MsgID {
+			parts = append(parts, render.Record(&recs[i]))
+			break
+		}
+	}
+	if len(parts) == 0 {
+		tombs, err := s.Mailbox.Tombstones()
+		if err != nil {
+			return "", localState(err)
+		}
+		for i := range tombs {
+			if tombs[i].MsgID == a.MsgID {
+				parts = append(parts, tombstoneLine(&tombs[i]))
+				break
+			}
+		}
+	}
+	e, ok, err := s.Outbox.Status(a.MsgID)
+	if err != nil {
+		return "", localState(err)
+	}
+	if ok {
+		parts = append(parts, logLine(&e)+"\nreceiver acknowledgement unknown (no remote receipt)")
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("no message with msg_id %q is known locally", a.MsgID), nil
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// tombstoneLine renders what the mailbox keeps of a message that is no
+// longer unread: its state and receipt. The text is not kept.
+func tombstoneLine(t *mailbox.Tombstone) string {
+	label := string(t.State())
+	if t.SupersededBy != "" && !t.Acknowledged {
+		label = "superseded by " + t.SupersededBy
+	}
+	receipt, _ := json.Marshal(t.Receipt()) // two strings: cannot fail
+	return "[" + label + "] Receipt: " + string(receipt) + "\n(consumed or superseded: its text is no longer kept)"
+}
+
+// logLine renders an entry of the outbox's log.
+func logLine(e *outbox.Entry) string {
+	s := fmt.Sprintf("→ %s [%s] (msg_id %s): %s", e.Peer, e.State, e.MsgID, e.Text)
+	switch {
+	case e.State == outbox.StateRejected && e.LastError != "":
+		s += "\nrejected by every relay: " + e.LastError
+	case e.State == outbox.StateExpired:
+		s += "\nnot sent: " + e.LastError
+	}
+	return s
+}
+
+// listPending works before binding too: an unbound session has sent
+// nothing.
+func (Mailbox) listPending(_ context.Context, s *session.Session, _ none) (string, error) {
+	var pend []outbox.Entry
+	if s != nil {
+		var err error
+		if pend, err = s.Outbox.Pending(); err != nil {
+			return "", localState(err)
+		}
+	}
+	if len(pend) == 0 {
+		return "Nothing is waiting: a relay has taken every message sent.", nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending:", len(pend))
+	for _, e := range pend {
+		fmt.Fprintf(&b, "\n→ %s (msg_id %s)", e.Peer, e.MsgID)
+		switch e.State {
+		case outbox.StateRejected:
+			fmt.Fprintf(&b, " rejected: %s", e.LastError)
+		case outbox.StateExpired:
+			fmt.Fprintf(&b, " expired: %s", e.LastError)
+		}
+	}
+	return b.String(), nil
+}
+
+type historyArgs struct {
+	Peer    string `json:"peer"`
+	Limit   whole  `json:"limit"`
+	Consume bool   `json:"consume"`
+}
+
+// historyItem is one message of a conversation, either direction.
+type historyItem struct {
+	ts    uint64
+	msgID string
+	out   *outbox.Entry
+	in    *mailbox.Record
+}
+
+func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a historyArgs) (string, error) {
+	limit := a.Limit.or(defaultLimit)
+	var items []historyItem
+	sent, err := s.Outbox.Log(a.Peer, limit)
+	if err != nil {
+		return "", localState(err)
+	}
+	for _, e := range sent {
+		items = append(items, historyItem{ts: e.TS, msgID: e.MsgID, out: &e})
+	}
+	recs, err := s.Mailbox.History(a.Peer, 0, false)
+	if err != nil {
+		return "", localState(err)
+	}
+	for i := range recs {
+		r := &recs[i]
+		items = append(items, historyItem{ts: r.Message.TS, msgID: r.Message.MsgID, in: r})
+	}
+	slices.SortStableFunc(items, func(x, y historyItem) int {
+		return cmp.Or(cmp.Compare(x.ts, y.ts), cmp.Compare(x.msgID, y.msgID))
+	})
+	if len(items) > limit {
+		items = items[len(items)-limit:]
+	}
+	if a.Consume {
+		if err := consume(s.Mailbox, items); err != nil {
+			return "", err
+		}
+	}
+	if len(items) == 0 {
+		return fmt.Sprintf("no history with %s", a.Peer), nil
+	}
+	lines := make([]string, 0, len(items)+1)
+	if a.Consume {
+		lines = append(lines, "The received messages below are now acknowledged.")
+	}
+	for _, it := range items {
+		if it.out != nil {
+			lines = append(lines, logLine(it.out))
+		} else {
+			lines = append(lines, render.Record(it.in))
+		}
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// consume acknowledges the received messages among items and marks them
+// so in items.
+func consume(mb *mailbox.Mailbox, items []historyItem) error {
+	var receipts []mailbox.Receipt
+	for _, it := range items {
+		if it.in != nil {
+			receipts = append(receipts, it.in.Receipt())
+		}
+	}
+	if len(receipts) == 0 {
+		return nil
+	}
+	if _, err := mb.Acknowledge(receipts); err != nil {
+		return localState(err)
+	}
+	for _, it := range items {
+		if it.in != nil {
+			it.in.State = mailbox.StateAcknowledged
+		}
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/interlink-go/interlink/internal/agent/session"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/presence"
+	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/untrusted"
+)
+
+// Presence is the tools about sessions and the roster: discover,
+// set_summary and get_my_session_id.
+type Presence struct {
+	// Peers is peers.json, to mark the identities that are peers already.
+	Peers *policy.Store
+	// Relays are the buses whose rosters discover lists.
+	Relays []*relay.Client
+	// Own is this identity's key.
+	Own identity.PublicKey
+	// Binding keeps a summary set before the session is bound.
+	Binding *session.Binding
+}
+
+// Tools returns discover, set_summary and get_my_session_id.
+func (p *Presence) Tools() []Tool {
+	return []Tool{
+		Anytime(mcp.NewTool("discover",
+			mcp.WithDescription("The roster of every relay, grouped by identity, with each session's id, working folder, git repository "+
+				"and summary. The session id is what send_message takes. peer narrows the list (petname, announced name, fingerprint or key). "+
+				"Existing peers are marked. Announced names are claims: check the fingerprint before pairing."),
+			mcp.WithString("peer", mcp.Description("Show only this identity.")),
+		), p.discover),
+		Anytime(mcp.NewTool("set_summary",
+			mcp.WithDescription("Set a short line (at most 200 characters) about what this session is doing, so peers can pick it. "+
+				"Working folder and git repository are announced already, and the session is on the roster without a summary."),
+			mcp.WithString("summary", mcp.Required(), mcp.Description("The summary; empty clears it.")),
+		), p.setSummary),
+		Bound(mcp.NewTool("get_my_session_id",
+			mcp.WithDescription("This session's id, as others see it in discover."),
+		), p.getMySessionID),
+	}
+}
+
+type discoverArgs struct {
+	Peer string `json:"peer"`
+}
+
+func (p *Presence) discover(ctx context.Context, s *session.Session, a discoverArgs) (string, error) {
+	ros := relay.FetchRoster(ctx, p.Relays)
+	if ros.Available == 0 {
+		return "", &toolFailure{text: "Discovery unavailable: no relay returned a valid roster.\n" +
+			strings.Join(ros.Failures, "\n")}
+	}
+	warning := ""
+	if len(ros.Failures) > 0 {
+		warning = "\n\nWarning: some relays failed, so results may be incomplete:\n" + strings.Join(ros.Failures, "\n")
+	}
+	pol, err := p.Peers.Load()
+	if err != nil {
+		return "", localState(err)
+	}
+	groups := ros.Groups()
+	if f := trim(a.Peer); f != "" {
+		key, _, err := pol.ResolvePeer(f, rosterEntries(ros))
+		if err != nil {
+			if _, amb := errors.AsType[*policy.AmbiguousError](err); errors.Is(err, policy.ErrUnknownPeer) && !amb {
+				return "", invalidf("no node matching %q on the roster; run discover without peer%s", f, warning)
+			}
+			return "", invalidf("%v%s", err, warning)
+		}
+		kept := groups[:0]
+		for _, g := range groups {
+			if g.Key == key {
+				kept = append(kept, g)
+			}
+		}
+		groups = kept
+	}
+	if len(groups) == 0 {
+		return "no matching nodes on the roster" + warning, nil
+	}
+	names := map[string]int{}
+	for _, g := range groups {
+		names[untrusted.Name(g.Name)]++
+	}
+	blocks := make([]string, len(groups))
+	for i, g := range groups {
+		blocks[i] = p.identityBlock(g, pol, s, names[untrusted.Name(g.Name)] > 1)
+	}
+	return strings.Join(blocks, "\n") + warning, nil
+}
+
+// identityBlock describes one identity of the roster and its sessions.
+// shared reports that another identity announced the same name.
+func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *session.Session, shared bool) string {
+	name := untrusted.Name(g.Name)
+	var tags []string
+	if g.Key == p.Own {
+		tags = append(tags, "you")
+	} else if pet, ok := pol.Petname(g.Key); ok {
+		tags = append(tags, "already a peer as "+untrusted.Quote(pet))
+	}
+	if shared {
+		tags = append(tags, "name shared — verify fingerprint")
+	}
+	var b strings.Builder
+	if name == "" || name == g.Key.Fingerprint() {
+		// No name, or the default one: the fingerprint stands for it.
+		fmt.Fprintf(&b, "%s…", g.Key.Fingerprint())
+	} else {
+		fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())
+	}
+	if len(tags) > 0 {
+		fmt.Fprintf(&b, "  [%s]", strings.Join(tags, ", "))
+	}
+	fmt.Fprintf(&b, "\n    key: %s", g.Key)
+	for _, e := range g.Sessions {
+		fmt.Fprintf(&b, "\n    → %s", sessionLine(e.Session))
+		switch {
+		case g.Key == p.Own && s != nil && e.Session.SessionID == s.ID:
+			b.WriteString("  ← this session")
+		case !e.Live:
+			fmt.Fprintf(&b, "  (away · last seen %s)", ago(e.AgeMS))
+		}
+	}
+	return b.String()
+}
+
+type summaryArgs struct {
+	Summary string `json:"summary"`
+}
+
+// setSummary works before binding too: the summary is announced once the
+// session is bound.
+func (p *Presence) setSummary(_ context.Context, _ *session.Session, a summaryArgs) (string, error) {
+	kept, s, err := p.Binding.SetSummary(a.Summary)
+	if errors.Is(err, presence.ErrSummaryTooLong) {
+		return "", invalidf("summary too long: at most %d characters", presence.SummaryLimit)
+	}
+	if err != nil {
+		return "", err
+	}
+	if s == nil {
+		return fmt.Sprintf("summary set to %s; it is announced once this Codex session is bound to its thread",
+			untrusted.Quote(kept)), nil
+	}
+	// The announcement goes out in the background; say so rather than
+	// claim the relays have it.
+	return fmt.Sprintf("summary of session %s set to %s; it is being announced to the relays and shows in discover once a relay has it",
+		s.ID, untrusted.Quote(kept)), nil
+}
+
+func (p *Presence) getMySessionID(_ context.Context, s *session.Session, _ none) (string, error) {
+	return fmt.Sprintf(`{"session_id":%q}`, s.ID), nil
+}

@@ -1,0 +1,91 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
+)
+
+// rpcResponse is a JSON-RPC response as it appears on standard output.
+type rpcResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result *struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	} `json:"result"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// Over standard input and output, a tools/call whose arguments the tool's
+// schema refuses is answered -32602 with its own id, every other mistake
+// -32603, a good call normally, and a notification not at all.
+func TestStdioAnswersSchemaMistakesWithInvalidParams(t *testing.T) {
+	id := agenttest.NewIdent(t)
+	a, err := agent.New(agent.Config{KeyPath: id.KeyPath, PeersPath: id.PeersPath, URLs: []string{agenttest.StartBus(t)},
+		Session: "s1", StateRoot: t.TempDir(), Timing: agenttest.Timing()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := a.Serve(context.Background(), inR, outW)
+		_ = outW.Close()
+		served <- err
+	}()
+	dec := json.NewDecoder(outR)
+	call := func(line string) rpcResponse {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		var r rpcResponse
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("reading the answer to %s: %v", line, err)
+		}
+		return r
+	}
+	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	r := call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"receive_messages","arguments":{"limit":0}}}`)
+	if string(r.ID) != "2" || r.Error == nil || r.Error.Code != -32602 || !strings.HasPrefix(r.Error.Message, "invalid params: receive_messages: limit: ") {
+		t.Errorf("limit 0: %+v, want error -32602 about the limit for id 2", r)
+	}
+	r = call(`{"jsonrpc":"2.0","id":"three","method":"tools/call","params":{"name":"receive_messages","arguments":{"limit":1}}}`)
+	if string(r.ID) != `"three"` || r.Result == nil || len(r.Result.Content) != 1 || !strings.HasPrefix(r.Result.Content[0].Text, "No unread messages") {
+		t.Errorf("limit 1: %+v, want the empty fetch for id \"three\"", r)
+	}
+	r = call(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"send_message","arguments":{"to":"nobody","text":"x"}}}`)
+	if r.Error == nil || r.Error.Code != -32603 || !strings.Contains(r.Error.Message, `invalid params: unknown peer "nobody"`) {
+		t.Errorf("unknown peer: %+v, want error -32603 naming the peer", r)
+	}
+	// A notification gets no answer, whatever its arguments: the next
+	// answer is the ping's.
+	if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"receive_messages","arguments":{"limit":0}}}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if r = call(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); string(r.ID) != "5" || r.Error != nil {
+		t.Errorf("after a notification: %+v, want the answer to ping 5", r)
+	}
+
+	if err := inW.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve after the end of input = %v", err)
+	}
+}
