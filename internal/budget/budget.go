@@ -72,7 +72,8 @@ type Options struct {
 }
 
 // Budget is the budget of one identity and session. It holds only paths,
-// limits and the clock, and is safe for concurrent use.
+// limits and the clock, and is safe for concurrent use. A nil *Budget
+// counts nothing and limits nothing, like one whose limits are off.
 type Budget struct {
 	path, lock, turn string
 	wake, send       Limit
@@ -99,7 +100,12 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 }
 
 // Limits returns the wake and send limits.
-func (b *Budget) Limits() (wake, send Limit) { return b.wake, b.send }
+func (b *Budget) Limits() (wake, send Limit) {
+	if b == nil {
+		return Limit{}, Limit{}
+	}
+	return b.wake, b.send
+}
 
 // TurnPath returns the file that records the operator's last turn in
 // session.
@@ -114,6 +120,15 @@ func RecordTurn(stateRoot, session string, t time.Time) error {
 		return fmt.Errorf("budget: %w", err)
 	}
 	return statefile.WriteAtomic(TurnPath(stateRoot, session), []byte(strconv.FormatInt(t.UnixMilli(), 10)))
+}
+
+// Turn records that the operator wrote a prompt now, as [RecordTurn] does
+// for this budget's session.
+func (b *Budget) Turn() error {
+	if b == nil {
+		return nil
+	}
+	return statefile.WriteAtomic(b.turn, []byte(strconv.FormatInt(b.now().UnixMilli(), 10)))
 }
 
 // file is the budget file's content.
@@ -170,9 +185,13 @@ func (b *Budget) lastTurn() int64 {
 }
 
 // since returns where counting starts for l at now: the start of the
-// window, or the operator's last turn if that is later.
+// window, or just after the operator's last turn if that is later (an
+// event of the same millisecond as the turn came before it).
 func since(l Limit, now, turn int64) int64 {
-	return max(now-l.Per.Milliseconds(), turn)
+	if turn > 0 {
+		return max(now-l.Per.Milliseconds(), turn+1)
+	}
+	return now - l.Per.Milliseconds()
 }
 
 // inWindow keeps the times at or after from.
@@ -222,7 +241,7 @@ func (b *Budget) update(ctx context.Context, fn func(f *file, now int64)) error 
 // Paused returns the peers whose wake-ups are paused now, by key. It reads
 // the file without the lock.
 func (b *Budget) Paused() (map[identity.PublicKey]bool, error) {
-	if b.wake.Off() {
+	if b == nil || b.wake.Off() {
 		return nil, nil
 	}
 	st, err := b.Status()
@@ -242,7 +261,7 @@ func (b *Budget) Paused() (map[identity.PublicKey]bool, error) {
 // and returns those whose wake-ups this record paused: the caller tells
 // the model so, once. A peer already paused is not counted again.
 func (b *Budget) Woke(ctx context.Context, peers []Peer) (paused []Peer, err error) {
-	if b.wake.Off() || len(peers) == 0 {
+	if b == nil || b.wake.Off() || len(peers) == 0 {
 		return nil, nil
 	}
 	err = b.update(ctx, func(f *file, now int64) {
@@ -267,7 +286,7 @@ func (b *Budget) Woke(ctx context.Context, peers []Peer) (paused []Peer, err err
 // within the window is not counted again, so a session that reports often
 // on one task spends one send on it.
 func (b *Budget) Send(ctx context.Context, peer Peer, task string, status identity.Status) error {
-	if b.send.Off() {
+	if b == nil || b.send.Off() {
 		return nil
 	}
 	var refused bool
@@ -324,6 +343,9 @@ type PeerStatus struct {
 // Status returns every peer with something counted, sorted by name. It
 // reads the file without the lock.
 func (b *Budget) Status() ([]PeerStatus, error) {
+	if b == nil {
+		return nil, nil
+	}
 	data, ok, err := statefile.Read(b.path)
 	if err != nil {
 		return nil, fmt.Errorf("budget: %w", err)

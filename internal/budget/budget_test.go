@@ -119,6 +119,7 @@ func TestTheOperatorsTurnResetsBothBudgets(t *testing.T) {
 	if err := RecordTurn(root, "s1", c.now()); err != nil {
 		t.Fatal(err)
 	}
+	c.add(time.Second)
 	if p, _ := b.Paused(); p[bob.Key] {
 		t.Error("bob still paused after the operator's turn")
 	}
@@ -216,5 +217,21 @@ func TestACorruptFileIsReportedAndKept(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(b.path); string(data) != "{not json" {
 		t.Errorf("the corrupt file was changed to %q", data)
+	}
+}
+
+func TestEventsOfTheTurnsMillisecondCameBeforeIt(t *testing.T) {
+	c := newClock()
+	root := t.TempDir()
+	b := open(t, root, c, Limit{}, Limit{1, time.Hour})
+	bob := peerOf(t, 1)
+	if err := b.Send(t.Context(), bob, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := RecordTurn(root, "s1", c.now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(t.Context(), bob, "", ""); err != nil {
+		t.Errorf("a send after the turn, in the same millisecond: %v", err)
 	}
 }

@@ -29,6 +29,10 @@ type Limit struct {
 // Off reports whether l limits nothing.
 func (l Limit) Off() bool { return l.N <= 0 }
 
+// Window returns the length of l's window the way String writes it: 10m,
+// 1h30m, 45s.
+func (l Limit) Window() string { return shortDuration(l.Per) }
+
 // String returns l as [ParseLimit] reads it: "N/D" or "off".
 func (l Limit) String() string {
 	if l.Off() {
