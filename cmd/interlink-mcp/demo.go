@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/delivery"
@@ -341,7 +342,9 @@ func (d *demoRun) startAgent(ctx context.Context, p *demoPerson, session, url st
 			defer d.mu.Unlock()
 			d.dropped = append(d.dropped, fmt.Sprintf("reason %s, sender %s", reason, identity.Fingerprint(m.From)))
 		},
-		Timing: agent.Timing{Notify: 100 * time.Millisecond},
+		Timing:     agent.Timing{Notify: 100 * time.Millisecond},
+		WakeBudget: budget.DefaultWake,
+		SendBudget: budget.DefaultSend,
 	})
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ WARN or FAIL, with what it found and what to do: the key file, peers.json,
 the state folder, each relay (reachable, its clock against this machine's,
 the session on its roster), the Claude Code plugin or settings (or, with
 --host codex, Codex's config.toml), the Stop-hook listener and its pending
-notices, and the session's mailbox. It only reads; nothing is created or
+notices, the session's mailbox, and the peers whose wake-ups are paused. It only reads; nothing is created or
 changed.
 
 It exits 0 when no check failed, 1 when one did, 2 on a usage error.
@@ -36,6 +36,8 @@ Options, read like the server's, with the same environment variables:
     --host HOST         claude or codex (INTERLINK_HOST); default claude
     --plugin-dir DIR    the Claude plugin folder; default the one setup
                         claude writes, ~/.config/interlink/claude-plugin
+    --wake-budget N/D   the session's wake-up budget (INTERLINK_WAKE_BUDGET)
+    --send-budget N/D   the session's send budget (INTERLINK_SEND_BUDGET)
     --json              print the results as JSON, for scripts
     -h, --help          show this help
 
@@ -53,7 +55,7 @@ type doctorReport struct {
 // doctor runs the checks and prints the results.
 func (c *cli) doctor(ctx context.Context, args []string) int {
 	fset := newFlagSet("doctor")
-	var key, peers, session, stateDir, host, pluginDir string
+	var key, peers, session, stateDir, host, pluginDir, wake, send string
 	var urls urlList
 	var asJSON bool
 	fset.StringVar(&key, "key", "", "")
@@ -63,6 +65,8 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	fset.StringVar(&stateDir, "state-dir", "", "")
 	fset.StringVar(&host, "host", "", "")
 	fset.StringVar(&pluginDir, "plugin-dir", "", "")
+	fset.StringVar(&wake, "wake-budget", "", "")
+	fset.StringVar(&send, "send-budget", "", "")
 	fset.BoolVar(&asJSON, "json", false, "")
 	const hint = "run 'interlink-mcp help doctor'"
 	if code, ok := c.parseFlags(fset, args, doctorUsage, "doctor: ", exitUsage, hint); !ok {
@@ -99,6 +103,9 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
 	if cfg.StateRoot, err = paths.StateRoot(c.getenv, explicitState); err != nil {
 		return c.fail(exitError, "doctor: state folder: "+err.Error(), "set --state-dir or INTERLINK_STATE_DIR")
+	}
+	if cfg.Wake, cfg.Send, err = c.budgets(wake, send); err != nil {
+		return c.fail(exitUsage, "doctor: "+err.Error(), hint)
 	}
 	cfg.Channels = channelMode(c.getenv)
 	if cfg.Binary, err = c.executable(); err != nil {

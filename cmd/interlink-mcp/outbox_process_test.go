@@ -261,7 +261,8 @@ func TestOutboxFullProcess(t *testing.T) {
 	b := newSwitchBus(t) // down for the whole test
 	alice, bob := newAgentFiles(t), newAgentFiles(t)
 	alice.admit(t, "bob", bob)
-	p := launchMCP(t, alice.env(b.url(), "INTERLINK_SESSION=a1", "INTERLINK_LOG_LEVEL=warn"))
+	// The send budget would stop this long before the outbox's bound.
+	p := launchMCP(t, alice.env(b.url(), "INTERLINK_SESSION=a1", "INTERLINK_LOG_LEVEL=warn", "INTERLINK_SEND_BUDGET=off"))
 	p.initialize()
 	for i := range 1024 {
 		if _, isErr, rpcErr := p.call("send_message", map[string]any{"to": "bob", "session": "b1", "text": "waiting"}); isErr || rpcErr != "" {

@@ -38,6 +38,7 @@ Usage:
     interlink-mcp channels [-- CLAUDE ARGS...]
     interlink-mcp wait [--session ID] [--renew-after-secs N] [--state-dir DIR]
     interlink-mcp nudge [--state-dir DIR]
+    interlink-mcp turn [--session ID] [--state-dir DIR]
     interlink-mcp doctor [options] [--json]
     interlink-mcp --version
     interlink-mcp --help
@@ -50,6 +51,7 @@ Commands:
     channels    start Claude Code with interlink's channel enabled
     wait        the Claude Code Stop hook that wakes the session for new messages
     nudge       the PostToolUse hook that reminds the model to report progress
+    turn        the UserPromptSubmit hook that records the operator's turn
     doctor      check the path to the peers and say what to fix
 
 Options:
@@ -96,6 +98,8 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 		return c.keygen(rest)
 	case name == "nudge":
 		return c.nudge(rest, stdin)
+	case name == "turn":
+		return c.turn(rest, stdin)
 	case name == "wait":
 		return c.wait(ctx, rest, stdin)
 	case name == "setup":
@@ -122,6 +126,7 @@ var commandUsage = map[string]string{
 	"channels": channelsUsage,
 	"wait":     waitUsage,
 	"nudge":    nudgeUsage,
+	"turn":     turnUsage,
 	"demo":     demoUsage,
 	"doctor":   doctorUsage,
 }

@@ -50,6 +50,13 @@ Options:
                        it (bind_codex_session) before it does anything
     --codex-bin PATH   the codex executable for codex queue (Codex host).
                        Env INTERLINK_CODEX_BIN; default codex, from PATH
+    --wake-budget N/D  at most N automatic wake-ups of the host by one peer
+                       within D, until the operator's next prompt; then
+                       that peer's messages wait without waking the session.
+                       Env INTERLINK_WAKE_BUDGET; default 20/10m; off for none
+    --send-budget N/D  at most N messages to one peer within D until the
+                       operator's next prompt. Env INTERLINK_SEND_BUDGET;
+                       default 30/10m; off for none
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     --db PATH          accepted for compatibility and ignored. Env
@@ -79,7 +86,7 @@ func (u *urlList) Set(s string) error {
 // serve runs the MCP server until stdin closes or ctx ends.
 func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet(progName)
-	var key, peers, name, session, stateDir, host, codexBin, logLevel, db string
+	var key, peers, name, session, stateDir, host, codexBin, logLevel, db, wake, send string
 	var urls urlList
 	fset.StringVar(&key, "key", "", "")
 	fset.StringVar(&peers, "peers", "", "")
@@ -89,6 +96,8 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	fset.StringVar(&stateDir, "state-dir", "", "")
 	fset.StringVar(&host, "host", "", "")
 	fset.StringVar(&codexBin, "codex-bin", "", "")
+	fset.StringVar(&wake, "wake-budget", "", "")
+	fset.StringVar(&send, "send-budget", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
 	if code, ok := c.parseFlags(fset, args, serveUsage, "", exitUsage, helpHint); !ok {
@@ -121,6 +130,9 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 		cfg.URLs = []string{v}
 	}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
+	if cfg.WakeBudget, cfg.SendBudget, err = c.budgets(wake, send); err != nil {
+		return c.fail(exitUsage, err.Error(), helpHint)
+	}
 	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
 	if cfg.Host == agent.HostClaude {
 		if cfg.Session, err = agent.ResolveSession(explicit, c.getenv("CLAUDE_CODE_SESSION_ID")); err != nil {

@@ -22,7 +22,9 @@ const setupUsage = `Usage: interlink-mcp setup claude [--dir DIR] [--state-dir D
 Writes a Claude Code plugin for this interlink-mcp into DIR (default
 ~/.config/interlink/claude-plugin): the MCP server, the Stop hook that wakes
 the session when a message arrives (interlink-mcp wait), the progress
-reminder hook (interlink-mcp nudge) and a skill with the operating rules.
+reminder hook (interlink-mcp nudge), the prompt hook that records the
+operator's turn for the wake-up and send budgets (interlink-mcp turn) and a
+skill with the operating rules.
 Every command names this binary by its absolute path; run setup again after
 moving it. Existing files of the plugin are replaced.
 
@@ -169,6 +171,9 @@ func claudePlugin(bin, home, stateDir string) ([]pluginFile, error) {
 		"hooks": map[string]any{
 			"Stop":        []any{map[string]any{"hooks": []any{stop}}},
 			"PostToolUse": []any{map[string]any{"matcher": "Bash|Edit|Write", "hooks": []any{command("nudge")}}},
+			// The operator's prompt resets the session's wake-up and send
+			// budgets.
+			"UserPromptSubmit": []any{map[string]any{"hooks": []any{command("turn")}}},
 		},
 	}
 	skill, err := templates.ReadFile("templates/claude/SKILL.md")

@@ -53,7 +53,12 @@ func codexConfig(bin, codexHome string, comments bool) string {
 			fmt.Fprintf(&b, "matcher = %s\n", q(h.matcher))
 		}
 		fmt.Fprintf(&b, "[[hooks.%s.hooks]]\ntype = \"mcp_tool\"\nserver = \"interlink\"\ntool = \"bind_codex_session\"\n", h.event)
-		b.WriteString("input = { thread_id = \"${session_id}\" }\n")
+		if h.event == "UserPromptSubmit" {
+			// The operator's prompt also resets the wake-up and send budgets.
+			b.WriteString("input = { thread_id = \"${session_id}\", operator_turn = true }\n")
+		} else {
+			b.WriteString("input = { thread_id = \"${session_id}\" }\n")
+		}
 	}
 	return b.String()
 }

@@ -39,7 +39,12 @@ func TestCodexConfig(t *testing.T) {
 		}
 	}
 	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"} {
-		if !strings.Contains(got, "[[hooks."+ev+".hooks]]\ntype = \"mcp_tool\"\nserver = \"interlink\"\ntool = \"bind_codex_session\"\ninput = { thread_id = \"${session_id}\" }") {
+		input := `input = { thread_id = "${session_id}" }`
+		if ev == "UserPromptSubmit" {
+			// The prompt hook also records the operator's turn.
+			input = `input = { thread_id = "${session_id}", operator_turn = true }`
+		}
+		if !strings.Contains(got, "[[hooks."+ev+".hooks]]\ntype = \"mcp_tool\"\nserver = \"interlink\"\ntool = \"bind_codex_session\"\n"+input+"\n") {
 			t.Errorf("no binding hook for %s", ev)
 		}
 	}

@@ -91,6 +91,10 @@ func TestSetupClaude(t *testing.T) {
 	if len(post) != 1 || post[0].Matcher != "Bash|Edit|Write" || post[0].Hooks[0].Command != shellQuote(bin)+" nudge" {
 		t.Errorf("PostToolUse hooks = %+v", post)
 	}
+	prompt := hooks.Hooks["UserPromptSubmit"]
+	if len(prompt) != 1 || len(prompt[0].Hooks) != 1 || prompt[0].Hooks[0].Command != shellQuote(bin)+" turn" || prompt[0].Hooks[0].Async {
+		t.Errorf("UserPromptSubmit hooks = %+v", prompt)
+	}
 	skill, err := os.ReadFile(filepath.Join(dir, "skills", "interlink", "SKILL.md"))
 	if err != nil || !bytes.HasPrefix(skill, []byte("---\nname: interlink\n")) {
 		t.Errorf("skill: %v %q", err, skill[:min(len(skill), 40)])

@@ -108,7 +108,8 @@ func New(cfg Config) (*Agent, error) {
 	a.pairs = newPairSender(a.relays, signer, t.Now, t.PairRetry, log)
 	a.binding = session.NewBinding(session.Config{
 		StateRoot: cfg.StateRoot, Signer: signer, Relays: a.relays, Name: a.name, Cwd: cfg.Cwd,
-		Sink: a.sink, Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
+		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
+		Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
 	})
 	if a.mcp, a.checker, err = a.newServer(); err != nil {
 		return nil, err
@@ -185,7 +186,8 @@ func (a *Agent) Start(ctx context.Context) error {
 // the notifier.
 func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 	t := &a.cfg.Timing
-	host := &notifier{mailbox: s.Mailbox, sink: s.Sink, every: t.Notify, retry: t.LockRetry, log: a.log}
+	host := &notifier{mailbox: s.Mailbox, sink: s.Sink, every: t.Notify, retry: t.LockRetry, log: a.log,
+		budget: s.Budget, petname: petnames(a.peers, a.signer.Public())}
 	a.workers.Go(func() {
 		if err := s.Outbox.Run(ctx); err != nil {
 			a.log.Error("outbox stopped", "err", err)

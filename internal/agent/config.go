@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
@@ -66,6 +67,11 @@ type Config struct {
 	// CodexBin is the codex executable that notices are handed to in the
 	// Codex host; empty means notices are not sent.
 	CodexBin string
+	// WakeBudget and SendBudget limit, per peer, the automatic wake-ups of
+	// the host and the messages sent, until the operator's next turn (see
+	// package budget). The zero Limit is off; interlink-mcp passes
+	// [budget.DefaultWake] and [budget.DefaultSend] unless told otherwise.
+	WakeBudget, SendBudget budget.Limit
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }

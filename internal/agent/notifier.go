@@ -10,10 +10,15 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/protocol"
+	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
 // sink returns how notices of the session id reach the host: Claude
@@ -38,6 +43,10 @@ type notifier struct {
 	every   time.Duration // between two looks at the mailbox
 	retry   time.Duration // between attempts on the lock, a record, a sink
 	log     *slog.Logger
+	// budget counts the wake-ups each peer causes; nil counts nothing.
+	budget *budget.Budget
+	// petname returns the name to show for a sender key.
+	petname func(sender identity.PublicKey) string
 }
 
 // run wakes the host while attention-worthy messages are unread.
@@ -96,9 +105,12 @@ func (n *notifier) lock(ctx context.Context) (*flock.Flock, bool) {
 	}
 }
 
-// once issues at most one notice.
+// once issues at most one notice. Messages of peers whose wake-ups are
+// paused are left out of it; a notice that reached the host counts a
+// wake-up for each peer it is the first to announce a message of, and a
+// peer that this pauses gets one notice saying so.
 func (n *notifier) once(ctx context.Context) {
-	nt, err := n.mailbox.Reserve(ctx)
+	nt, err := n.mailbox.ReserveSkipping(ctx, n.paused())
 	if err != nil {
 		n.log.Warn("notice reservation failed", "err", err)
 		return
@@ -112,6 +124,7 @@ func (n *notifier) once(ctx context.Context) {
 		state = mailbox.StateDeliveryFailed
 	} else {
 		n.log.Debug("notice delivered", "notice", nt.ID, "messages", len(nt.Messages), "state", state)
+		n.countWake(ctx, nt.Fresh)
 	}
 	for {
 		err := n.mailbox.Finish(ctx, nt.ID, state)
@@ -123,6 +136,89 @@ func (n *notifier) once(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// paused returns whom to leave out of the next notice: the senders whose
+// wake-ups are paused, or nil for nobody.
+func (n *notifier) paused() func(sender string) bool {
+	if n.budget == nil {
+		return nil
+	}
+	keys, err := n.budget.Paused()
+	if err != nil {
+		n.log.Warn("budget unreadable; nobody is paused", "err", err)
+		return nil
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return func(sender string) bool {
+		k, err := identity.ParsePublicKey(sender)
+		return err == nil && keys[k]
+	}
+}
+
+// countWake counts one wake-up for each sender of fresh, the messages a
+// notice that reached the host was the first to announce, and tells the
+// host about each peer this pauses.
+func (n *notifier) countWake(ctx context.Context, fresh []mailbox.Receipt) {
+	if n.budget == nil || len(fresh) == 0 {
+		return
+	}
+	var peers []budget.Peer
+	seen := map[identity.PublicKey]bool{}
+	for _, r := range fresh {
+		k, err := identity.ParsePublicKey(r.Sender)
+		if err != nil || seen[k] {
+			continue
+		}
+		seen[k] = true
+		peers = append(peers, budget.Peer{Key: k, Name: n.petname(k)})
+	}
+	paused, err := n.budget.Woke(ctx, peers)
+	if err != nil {
+		n.log.Warn("wake-up not counted", "err", err)
+		return
+	}
+	wake, _ := n.budget.Limits()
+	for _, p := range paused {
+		n.log.Info("wake-ups paused", "peer", p.Name, "sender", p.Key.Fingerprint(), "limit", wake.String())
+		id, err := identity.NewMsgID(nil)
+		if err != nil {
+			n.log.Warn("pause notice not sent", "err", err)
+			continue
+		}
+		rec := delivery.Record{Sender: protocol.SystemSender, MsgID: id, Content: PauseText(p.Name, wake)}
+		if err := n.sink.Text(ctx, rec); err != nil {
+			n.log.Warn("pause notice not delivered", "peer", p.Name, "err", err)
+		}
+	}
+}
+
+// petnames returns how a sender key is named in a pause notice: its
+// petname in peers, "self" for own, else its fingerprint.
+func petnames(peers *policy.Store, own identity.PublicKey) func(identity.PublicKey) string {
+	return func(k identity.PublicKey) string {
+		if pol, err := peers.Load(); err == nil {
+			if name, ok := pol.Petname(k); ok {
+				return name
+			}
+		}
+		if k == own {
+			return protocol.SelfSender
+		}
+		return k.Fingerprint()
+	}
+}
+
+// PauseText is the notice that tells the model wake-ups from peer are
+// paused after reaching limit.
+func PauseText(peer string, limit budget.Limit) string {
+	return fmt.Sprintf("Wake-ups from %s are paused: its messages woke this session %d times within %s without a prompt "+
+		"from your operator, which looks like an exchange running by itself. Its messages are still received, and "+
+		"receive_messages lists them, but they no longer start a turn. Do not answer %s just to keep the conversation "+
+		"going: tell your operator what the exchange is about and let them decide. Their next prompt resumes the wake-ups.",
+		untrusted.Quote(peer), limit.N, limit.Window(), untrusted.Quote(peer))
 }
 
 // pairingNoticeAttempts is how often a pairing notice the sink refuses is

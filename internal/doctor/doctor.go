@@ -14,6 +14,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/budget"
 )
 
 // Status is the outcome of one check.
@@ -29,7 +31,7 @@ const (
 // Check is the result of one check.
 type Check struct {
 	// ID names the kind of check: key, peers, state, relays, relay, clock,
-	// roster, claude, listener, mailbox, codex. Several checks may share
+	// roster, claude, listener, mailbox, budgets, codex. Several checks may share
 	// one (a relay check per relay).
 	ID string `json:"id"`
 	// Name says what was checked, for a person: "key file", "relay
@@ -80,6 +82,8 @@ type Config struct {
 	ClaudeSettings string
 	// CodexConfig is Codex's config.toml, checked in the Codex host.
 	CodexConfig string
+	// Wake and Send are the session's budgets, as the server has them.
+	Wake, Send budget.Limit
 	// HTTPClient makes the relay requests; nil means the relay package's
 	// default.
 	HTTPClient *http.Client
@@ -110,6 +114,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 	}
 	if haveKey {
 		r.mailbox(cfg, own)
+		r.budgets(cfg, own)
 	}
 	return r.checks
 }

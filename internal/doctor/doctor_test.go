@@ -5,8 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/inbox"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // only returns the checks with id.
@@ -82,5 +85,45 @@ func TestRunSkipsSessionChecksWithoutASession(t *testing.T) {
 	}
 	if !Failed(checks) {
 		t.Error("Failed = false with a missing key")
+	}
+}
+
+func TestBudgetsWarnOfAPausedPeer(t *testing.T) {
+	root := t.TempDir()
+	own := testutil.Signer(t, 1).Public()
+	bob := budget.Peer{Key: testutil.Signer(t, 2).Public(), Name: "bob"}
+	limit := budget.Limit{N: 2, Per: time.Hour}
+	cfg := Config{StateRoot: root, Session: "s1", Wake: limit, Send: budget.Limit{}}
+	check := func() Check {
+		t.Helper()
+		var r report
+		r.budgets(cfg, own)
+		if len(r.checks) != 1 {
+			t.Fatalf("checks: %+v", r.checks)
+		}
+		return r.checks[0]
+	}
+	if c := check(); c.Status != OK {
+		t.Errorf("nothing counted: %+v", c)
+	}
+	b, err := budget.Open(root, own, "s1", &budget.Options{Wake: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := b.Woke(t.Context(), []budget.Peer{bob}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := check()
+	if c.Status != Warn || !strings.Contains(c.Detail, "wake-ups are paused for bob (since ") ||
+		!strings.Contains(c.Fix, "interlink-mcp turn --session s1") {
+		t.Errorf("a paused peer: %+v", c)
+	}
+	if err := budget.RecordTurn(root, "s1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := check(); c.Status != OK {
+		t.Errorf("after the operator's turn: %+v", c)
 	}
 }

@@ -5,14 +5,18 @@ package hosttest
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -268,4 +272,63 @@ func TestClaudeStopHookWakes(t *testing.T) {
 		t.Errorf("wake-up turn: result %+v, want OK", r)
 	}
 	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
+}
+
+// TestClaudePromptHookResetsTheBudget runs claude -p with the plugin from
+// interlink-mcp setup claude in a session where a peer has used up its
+// wake-ups. The plugin's UserPromptSubmit hook (interlink-mcp turn) runs
+// for the operator's prompt and records the turn, which lifts the pause.
+func TestClaudePromptHookResetsTheBudget(t *testing.T) {
+	bin := claudeCLI(t)
+	home := t.TempDir()
+	w := newWorld(t, home)
+	plugin := setupPlugin(t, home)
+	const session = "5f1c2e3a-0b4d-4c6e-8f7a-9b0c1d2e3f40"
+	// hostEnv sets XDG_STATE_HOME, so the hooks use this state root.
+	state := filepath.Join(home, ".local", "state", "interlink")
+	signer, err := identity.LoadKeyFile(w.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := budget.Open(state, signer.Public(), session, &budget.Options{Wake: budget.Limit{N: 1, Per: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatty := budget.Peer{Key: testutil.Signer(t, 7).Public(), Name: "chatty"}
+	if paused, err := b.Woke(context.Background(), []budget.Peer{chatty}); err != nil || len(paused) != 1 {
+		t.Fatalf("pausing the peer: %v, %v", paused, err)
+	}
+
+	model := newFakeModel(t)
+	h := newClaudeHost(t, bin, home, model.url, w.serverEnv()...)
+	began := time.Now()
+	cmd := h.command("-p", "Carry on.", "--plugin-dir", plugin, "--session-id", session,
+		"--output-format", "json", "--no-session-persistence", "--model", "claude-sonnet-4-6", "--tools", "")
+	stdout := newLineQueue()
+	cmd.Stdout = stdout
+	p := start(t, "claude -p", cmd)
+	killDetached(t, p)
+	line := readLine(t, p, stdout, claudeTurnTimeout)
+	var result claudeResult
+	if err := json.Unmarshal(line, &result); err != nil || result.IsError {
+		t.Fatalf("claude -p: %s (%v)", line, err)
+	}
+
+	data, err := os.ReadFile(budget.TurnPath(state, session))
+	if err != nil {
+		t.Fatalf("the prompt hook recorded no turn: %v", err)
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil || time.UnixMilli(ms).Before(began.Add(-time.Second)) {
+		t.Errorf("turn file holds %q, want a time after the run began", data)
+	}
+	st, err := b.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Paused {
+			t.Errorf("%s still paused after the operator's prompt", s.Peer.Name)
+		}
+	}
 }

@@ -105,6 +105,10 @@ type Notice struct {
 	// Attempt counts the notices issued in a row for a backlog, capped at
 	// maxAttempt; it sets the back-off of the next one.
 	Attempt int
+	// Fresh are the covered messages no earlier notice reached the host
+	// with: what this notice is the first to announce. It is set by
+	// [Mailbox.Reserve] only, and not kept in the file.
+	Fresh []Receipt
 }
 
 // Tombstone is what the mailbox keeps of a message that is no longer

@@ -48,6 +48,17 @@ func noticeDelay(attempt int) uint64 {
 // until then, for at most [quietMax], a call that finds the file unchanged
 // returns nil at the cost of one stat, without reading it.
 func (m *Mailbox) Reserve(ctx context.Context) (*Notice, error) {
+	return m.ReserveSkipping(ctx, nil)
+}
+
+// ReserveSkipping is [Mailbox.Reserve] with the messages of some senders
+// left out of the attention set: skip, when not nil, is asked for each
+// sender key, and messages of a sender it names neither make a notice due
+// nor are covered by one. They stay unread and are listed as usual. The
+// budgets use it to stop a paused peer from waking the host. A change of
+// what skip says may take up to [quietMax] to show while the file does not
+// change.
+func (m *Mailbox) ReserveSkipping(ctx context.Context, skip func(sender string) bool) (*Notice, error) {
 	now := m.nowMS()
 	if m.stillQuiet(now) {
 		return nil, nil
@@ -55,10 +66,15 @@ func (m *Mailbox) Reserve(ctx context.Context) (*Notice, error) {
 	var out *Notice
 	var q *quiet
 	err := m.update(ctx, false, func(d *document) (bool, error) {
-		var msgs []Receipt
+		var msgs, fresh []Receipt
 		for i := range d.records {
-			if d.records[i].attention() {
-				msgs = append(msgs, d.records[i].Receipt())
+			r := &d.records[i]
+			if !r.attention() || (skip != nil && skip(r.Message.From)) {
+				continue
+			}
+			msgs = append(msgs, r.Receipt())
+			if r.State == StateStored {
+				fresh = append(fresh, r.Receipt())
 			}
 		}
 		if len(msgs) == 0 {
@@ -92,7 +108,9 @@ func (m *Mailbox) Reserve(ctx context.Context) (*Notice, error) {
 			RetryAt:  now + noticeDelay(attempt),
 			Attempt:  attempt,
 		}
-		out = d.notice
+		issued := *d.notice
+		issued.Fresh = fresh
+		out = &issued
 		return true, nil
 	})
 	if err != nil {

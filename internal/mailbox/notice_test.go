@@ -8,9 +8,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/interlink-go/interlink/internal/identity"
 )
+
+// storedNotice compares a notice Reserve returned with the one the file
+// holds, which does not keep Fresh.
+var storedNotice = cmpopts.IgnoreFields(Notice{}, "Fresh")
 
 // reserve calls Reserve and fails the test on an error.
 func (f *fixture) reserve(tb testing.TB) *Notice {
@@ -34,11 +39,12 @@ func TestReserveCoversAttentionSet(t *testing.T) {
 	want := &Notice{
 		ID: "n0000001", State: StatePreparing, Messages: []Receipt{receipt(q), receipt(p)},
 		RetryAt: identity.Millis(baseTime) + 30_000, Attempt: 0,
+		Fresh: []Receipt{receipt(q), receipt(p)}, // no notice announced them before
 	}
 	if diff := cmp.Diff(want, n); diff != "" {
 		t.Errorf("Reserve (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, f.notice(t)); diff != "" {
+	if diff := cmp.Diff(want, f.notice(t), storedNotice); diff != "" {
 		t.Errorf("stored notice (-want +got):\n%s", diff)
 	}
 }
@@ -118,7 +124,7 @@ func TestReserveCurrentNoticeNotReplaced(t *testing.T) {
 	if n := f.reserve(t); n != nil {
 		t.Fatalf("Reserve while %s is current = %+v", first.ID, n)
 	}
-	if diff := cmp.Diff(first, f.notice(t)); diff != "" {
+	if diff := cmp.Diff(first, f.notice(t), storedNotice); diff != "" {
 		t.Errorf("current notice changed (-want +got):\n%s", diff)
 	}
 }
@@ -186,7 +192,7 @@ func TestAcknowledgeClearsNoticeWhenCoveredConsumed(t *testing.T) {
 	if err := f.mb.Finish(bg, first.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(n, f.notice(t)); diff != "" {
+	if diff := cmp.Diff(n, f.notice(t), storedNotice); diff != "" {
 		t.Errorf("stale Finish changed the notice (-want +got):\n%s", diff)
 	}
 }
@@ -326,5 +332,66 @@ func TestReserveQuietIsBounded(t *testing.T) {
 	f.clock.Add(time.Millisecond)
 	if _, err := f.mb.Reserve(bg); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Reserve after quietMax = %v, want ErrCorrupt from reading the file", err)
+	}
+}
+
+func TestReserveSkippingLeavesASendersMessagesOut(t *testing.T) {
+	f := newFixture(t)
+	b1 := f.retain(t, msg{id: "b1", from: f.bob})
+	a1 := f.retain(t, msg{id: "a1"})
+	skipBob := func(sender string) bool { return sender == f.bob.Public().String() }
+
+	n, err := f.mb.ReserveSkipping(bg, skipBob)
+	if err != nil || n == nil {
+		t.Fatalf("ReserveSkipping = %v, %v", n, err)
+	}
+	if diff := cmp.Diff([]Receipt{receipt(a1)}, n.Messages); diff != "" {
+		t.Errorf("covered (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Receipt{receipt(a1)}, n.Fresh); diff != "" {
+		t.Errorf("fresh (-want +got):\n%s", diff)
+	}
+	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.mb.Acknowledge([]Receipt{receipt(a1)}); err != nil {
+		t.Fatal(err)
+	}
+	// bob's message alone makes nothing due while bob is skipped.
+	if n, err := f.mb.ReserveSkipping(bg, skipBob); err != nil || n != nil {
+		t.Fatalf("with only a skipped sender's message unread: %+v, %v", n, err)
+	}
+	// It is still listed.
+	if diff := cmp.Diff([]string{"b1"}, ids(f.records(t))); diff != "" {
+		t.Errorf("unread (-want +got):\n%s", diff)
+	}
+	// Unskipped, it is due, and fresh: no notice announced it.
+	f.clock.Add(time.Minute) // past what the quiet shortcut remembers
+	n, err = f.mb.ReserveSkipping(bg, nil)
+	if err != nil || n == nil {
+		t.Fatalf("unskipped: %+v, %v", n, err)
+	}
+	if diff := cmp.Diff([]Receipt{receipt(b1)}, n.Fresh); diff != "" {
+		t.Errorf("fresh once unskipped (-want +got):\n%s", diff)
+	}
+}
+
+func TestARenewedNoticeHasNothingFresh(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "a1"})
+	n := f.reserve(t)
+	if n == nil || len(n.Fresh) != 1 {
+		t.Fatalf("first notice: %+v", n)
+	}
+	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Add(time.Hour)
+	again := f.reserve(t)
+	if again == nil || again.ID == n.ID {
+		t.Fatalf("renewed notice: %+v", again)
+	}
+	if len(again.Fresh) != 0 || len(again.Messages) != 1 {
+		t.Errorf("a renewal of an announced message: covers %v, fresh %v; want nothing fresh", again.Messages, again.Fresh)
 	}
 }

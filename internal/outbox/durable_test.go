@@ -234,7 +234,24 @@ func TestCorruptFileKept(t *testing.T) {
 
 // Enqueue waits for the file lock only as long as its context lives.
 func TestEnqueueGivesUpOnTheLockWithItsContext(t *testing.T) {
-	o := newOutbox(t, nil, nil)
+	// The wait for the lock that Enqueue gave up on goes on in the
+	// background until the test lets go of the lock, and may open the lock
+	// file again meanwhile, so the folder is removed by a cleanup that
+	// tries again rather than by t.TempDir, which would fail on a file
+	// that appears while it removes the folder.
+	root, err := os.MkdirTemp("", "outbox-lock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 100 {
+			if os.RemoveAll(root) == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // a real clock: the background wait is real
+		}
+	})
+	o := openAt(t, root, nil, nil)
 	enqueue(t, o, routeTo("s1"), newMessage(t, "first", time.Now())) // creates the folder
 	unlock, err := lockFile(strings.TrimSuffix(o.Path(), ".json") + ".lock")
 	if err != nil {

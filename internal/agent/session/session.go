@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
@@ -51,6 +52,8 @@ type Session struct {
 	Failed *codex.Failed
 	// Sink reaches the host; nil means notices are not sent.
 	Sink delivery.Sink
+	// Budget counts the wake-ups and sends of each peer in the session.
+	Budget *budget.Budget
 }
 
 // Config is what opening a session needs besides its id.
@@ -71,6 +74,8 @@ type Config struct {
 	// store of failed deliveries, or nil. A nil Sink, or a nil result,
 	// means no notices.
 	Sink func(id string, failed *codex.Failed) delivery.Sink
+	// Wake and Send are the session's budgets; a zero Limit is off.
+	Wake, Send budget.Limit
 	// Now is the clock; Announce, Retry and LockRetry are the intervals of
 	// the announcer and the outbox (zero means their defaults).
 	Now                        func() time.Time
@@ -79,8 +84,8 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Open opens the session id: its mailbox, pairing state, task markers and
-// outbox, and, for a Codex thread id, its failed deliveries. A failure is
+// Open opens the session id: its mailbox, pairing state, task markers,
+// outbox and budgets, and, for a Codex thread id, its failed deliveries. A failure is
 // an error of local state: the id was checked before.
 func Open(id string, cfg Config) (*Session, error) {
 	own := cfg.Signer.Public()
@@ -98,6 +103,10 @@ func Open(id string, cfg Config) (*Session, error) {
 	}
 	ob, err := outbox.Open(cfg.StateRoot, own, id, relay.Senders(cfg.Relays), cfg.Signer,
 		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	bud, err := budget.Open(cfg.StateRoot, own, id, &budget.Options{Wake: cfg.Wake, Send: cfg.Send, Now: cfg.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +132,7 @@ func Open(id string, cfg Config) (*Session, error) {
 		Progress: pm,
 		Presence: ann,
 		Failed:   failed,
+		Budget:   bud,
 	}
 	if cfg.Sink != nil {
 		s.Sink = cfg.Sink(id, failed)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/interlink-go/interlink/internal/agent/session"
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/policy"
@@ -211,6 +212,14 @@ func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, pee
 	} else if n > MaxSendBody {
 		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
 	}
+	if err := s.Budget.Send(ctx, budget.Peer{Key: t.key, Name: peer}, msg.TaskID, msg.Status); err != nil {
+		if le, ok := errors.AsType[*budget.SendLimitError](err); ok {
+			return "", invalidf("not sent: this would be the %s message to %s within %s without a prompt from your operator, "+
+				"more than the send budget allows (%s). Stop the exchange here and ask your operator how to go on; "+
+				"their next prompt lifts the limit", ordinal(le.Limit.N+1), untrusted.Quote(peer), le.Limit.Window(), le.Limit)
+		}
+		return "", localState(err)
+	}
 	if err := s.Outbox.EnqueueLogged(ctx, rt, peer, logText, *msg); err != nil {
 		if errors.Is(err, outbox.ErrFull) {
 			return "", invalidf("not sent: %v", err)
@@ -218,6 +227,21 @@ func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, pee
 		return "", localState(err)
 	}
 	return msgID, nil
+}
+
+// ordinal writes n as 31st, 32nd, 33rd, 34th.
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // sendBodySize returns the size of the /send request that carries msg to

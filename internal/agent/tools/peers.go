@@ -261,7 +261,7 @@ func (p *Peers) rejectPair(_ context.Context, s *session.Session, a fingerprintA
 		untrusted.Quote(untrusted.Name(req.Name)), identity.Fingerprint(req.Key)), nil
 }
 
-func (p *Peers) listPeers(context.Context, *session.Session, none) (string, error) {
+func (p *Peers) listPeers(_ context.Context, s *session.Session, _ none) (string, error) {
 	pol, err := p.Peers.Load()
 	if err != nil {
 		return "", localState(err)
@@ -270,10 +270,26 @@ func (p *Peers) listPeers(context.Context, *session.Session, none) (string, erro
 	if len(entries) == 0 {
 		return "no peers authorized", nil
 	}
+	paused := map[identity.PublicKey]time.Time{}
+	if s != nil {
+		st, err := s.Budget.Status()
+		if err != nil {
+			return "", localState(err)
+		}
+		for _, ps := range st {
+			if ps.Paused {
+				paused[ps.Peer.Key] = ps.PausedSince
+			}
+		}
+	}
 	slices.SortFunc(entries, func(x, y policy.Entry) int { return strings.Compare(x.Name, y.Name) })
 	lines := make([]string, len(entries))
 	for i, e := range entries {
 		lines[i] = fmt.Sprintf("%s → %s", e.Name, e.Key)
+		if since, ok := paused[e.Key]; ok {
+			lines[i] += fmt.Sprintf("  [wake-ups paused since %s UTC; the operator's next prompt resumes them]",
+				since.UTC().Format(time.TimeOnly))
+		}
 	}
 	return strings.Join(lines, "\n"), nil
 }
