@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -450,5 +451,22 @@ func TestCodexShutdownWithAHangingQueue(t *testing.T) {
 				t.Error("still on the roster")
 			}
 		})
+	}
+}
+
+// The binding hook of the operator's prompt passes operator_turn, which
+// records the turn for the thread's budgets; the other hooks do not.
+func TestCodexPromptHookRecordsTheOperatorsTurn(t *testing.T) {
+	url := bustest.Start(t, nil)
+	f := newAgentFiles(t)
+	cx := codexServer(t, f, url, newCodexStub(t))
+	turn := budget.TurnPath(f.state, threadA)
+	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA})
+	if _, err := os.Stat(turn); !os.IsNotExist(err) {
+		t.Fatalf("a binding without operator_turn recorded a turn: %v", err)
+	}
+	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA, "operator_turn": true})
+	if _, err := os.Stat(turn); err != nil {
+		t.Errorf("the prompt hook's binding recorded no turn: %v", err)
 	}
 }
