@@ -30,6 +30,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		w = make(window, r.cfg.Window)
 	}
 	before := r.rss()
+	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
 		if i < senders {
 			r.pipeSender(ctx, t, w, &sent, i)
@@ -44,6 +45,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		{"receivers", strconv.Itoa(receivers)},
 		{"sent", strconv.FormatInt(sent.Load(), 10)},
 		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
+		dialsField(r.client.dials.Load()-dials, res.Ops),
 	}
 	r.drain(r.routes("pipe", receivers))
 	return res, err

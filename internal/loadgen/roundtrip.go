@@ -23,6 +23,7 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 	// last[i] is the route sender i used last: where a cycle cut short by
 	// the deadline can have left its message.
 	last := make([]string, senders)
+	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
 			if ctx.Err() != nil {
@@ -48,6 +49,7 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 		{"senders", strconv.Itoa(senders)},
 		{"routes", strconv.Itoa(routes)},
 		{"reqs_per_op", "3"},
+		dialsField(r.client.dials.Load()-dials, res.Ops),
 	}
 	r.drain(last)
 	return res, err

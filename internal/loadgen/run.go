@@ -111,7 +111,17 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			err = fmt.Errorf("stopping the in-process bus: %v", serr)
 		}
 	}()
-	r.client = newClient(r.target.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
+	r.url = r.target.url
+	if cfg.Latency > 0 {
+		p, u, err := proxyFor(r.target.url, cfg.Latency)
+		if err != nil {
+			return nil, err
+		}
+		defer p.close()
+		r.url = u
+		rep.Target += fmt.Sprintf(", through a proxy adding %v each way", cfg.Latency)
+	}
+	r.client = newClient(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
 	defer r.client.close()
 
 	if cfg.FillRoutes > 0 {
@@ -130,6 +140,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		res, err = r.pipeline(ctx)
 	case ModeWake:
 		res, err = r.wake(ctx)
+	case ModeAgentSend:
+		res, err = r.agentSend(ctx)
 	}
 	rep.Results = append(rep.Results, res)
 	if err != nil {
@@ -145,6 +157,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			workers = cfg.Senders + cfg.Receivers
 		case ModeWake:
 			reqs = 1
+		case ModeAgentSend:
+			workers, reqs = cfg.Senders, 1
 		}
 		res, err := r.floor(ctx, workers, reqs)
 		rep.Results = append(rep.Results, res)
@@ -174,6 +188,7 @@ type run struct {
 	prefix string    // starts every route this run uses
 
 	target *target
+	url    string // where the load goes: the bus, or the proxy before it
 	client *client
 }
 
