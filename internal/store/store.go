@@ -166,7 +166,17 @@ type Store interface {
 
 // Key returns the storage key of sequence number seq in route's queue.
 func Key(route string, seq uint64) string {
-	return fmt.Sprintf("%s\x00%020d", route, seq)
+	var b strings.Builder
+	b.Grow(len(route) + 1 + seqDigits)
+	b.WriteString(route)
+	b.WriteByte(0)
+	var digits [seqDigits]byte
+	for i := seqDigits - 1; i >= 0; i-- {
+		digits[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	b.Write(digits[:])
+	return b.String()
 }
 
 // RoutePrefix returns the prefix every key of route's queue starts with.
