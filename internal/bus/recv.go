@@ -64,8 +64,9 @@ func (s *Server) poll(ctx context.Context, route string, wait time.Duration) (st
 		wait = 0
 	default:
 	}
-	if wait <= 0 {
-		return s.st.Peek(route)
+	// A message already queued needs no waiter and no timer.
+	if e, ok, err := s.st.Peek(route); ok || err != nil || wait <= 0 {
+		return e, ok, err
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()

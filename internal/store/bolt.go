@@ -99,6 +99,14 @@ type Bolt struct {
 	acked  map[string]struct{} // guarded by mu; keys acknowledged and stored, whose delete is not committed
 	ackedN map[string]int      // guarded by mu; the number of acked keys per route; no zero entries
 
+	// wmu is held by whoever writes a transaction: the writer goroutine,
+	// or an Enqueue that found no commit in progress and writes its own
+	// (see enqueueInline). The counts' delta belongs to its holder.
+	wmu sync.Mutex
+	// stopping is set by Close before it stops the writer; an Enqueue
+	// that sees it returns ErrClosed rather than write.
+	stopping atomic.Bool
+
 	// The writer's inbox. writes is unbuffered: an enqueue blocks until the
 	// writer takes it, or gives up when stop is closed.
 	writes     chan *writeReq
@@ -347,10 +355,15 @@ func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err
 		return "", 0, err
 	}
 	r := &writeReq{route: route, value: value, done: make(chan struct{})}
-	select {
-	case s.writes <- r:
-	case <-s.stop:
+	if s.stopping.Load() {
 		return "", 0, ErrClosed
+	}
+	if !s.enqueueInline(r) {
+		select {
+		case s.writes <- r:
+		case <-s.stop:
+			return "", 0, ErrClosed
+		}
 	}
 	<-r.done
 	if r.err != nil {
@@ -530,8 +543,13 @@ func (s *Bolt) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
+	s.stopping.Store(true)
 	close(s.stop)
 	<-s.writerDone
+	// An inline enqueue that began before stopping was set may still be
+	// writing; the lock waits for it.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -79,11 +80,12 @@ func TestBoltAckCommitsOnItsOwnAfterTheDelay(t *testing.T) {
 	s := openBolt(t, newBoltPath(t), &Options{AckDelay: 5 * time.Millisecond})
 	a, _ := enqueue(t, s, "K#s", "a")
 	del(t, s, a)
-	testutil.Eventually(t, 10*time.Second, "the acknowledgement committed", func() bool {
-		return !stored(t, s, a)
+	// The store forgets the key only after the commit that deleted it.
+	testutil.Eventually(t, 10*time.Second, "the acknowledgement committed and forgotten", func() bool {
+		return s.ackedLen() == 0
 	})
-	if n := s.ackedLen(); n != 0 {
-		t.Fatalf("%d acknowledgements still waiting after their commit", n)
+	if stored(t, s, a) {
+		t.Fatal("the acknowledgement was forgotten but the entry is still in the file")
 	}
 }
 
@@ -227,4 +229,32 @@ func TestBoltAckBounds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Enqueues that overlap share commits: while one commit is written, the
+// enqueues that arrive wait for the next and go into it together.
+func TestBoltConcurrentEnqueuesShareCommits(t *testing.T) {
+	t.Parallel()
+	s := openBolt(t, newBoltPath(t), nil)
+	const goroutines, each = 32, 20
+	before := txID(t, s)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if _, _, err := s.Enqueue("K#s"+itoa(g), []byte(itoa(i))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	commits := txID(t, s) - before
+	if commits >= goroutines*each/2 {
+		t.Fatalf("%d enqueues from %d goroutines took %d commits; they should share", goroutines*each, goroutines, commits)
+	}
+	t.Logf("%d enqueues, %d commits", goroutines*each, commits)
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
 }

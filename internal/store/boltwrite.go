@@ -31,6 +31,20 @@ type writeReq struct {
 	done    chan struct{}
 }
 
+// enqueueInline commits r in the calling goroutine when no commit is in
+// progress, which spares a lone sender the hand-over to the writer and
+// back. It reports false, having done nothing, when another commit holds
+// the write lock; r then goes to the writer, which batches it with the
+// others that wait.
+func (s *Bolt) enqueueInline(r *writeReq) bool {
+	if !s.wmu.TryLock() {
+		return false
+	}
+	defer s.wmu.Unlock()
+	s.commit([]*writeReq{r})
+	return true
+}
+
 // startWriter starts the writer goroutine; Close stops it.
 func (s *Bolt) startWriter() {
 	s.maxAcked, s.ackFlushAt = defaultMaxAcked, defaultAckFlushAt
@@ -112,7 +126,9 @@ func (s *Bolt) writer() {
 				break gather
 			}
 		}
+		s.wmu.Lock()
 		err := s.commit(batch)
+		s.wmu.Unlock()
 		for _, ch := range flushes {
 			ch <- err
 		}
@@ -137,8 +153,8 @@ func (s *Bolt) ackedLen() int {
 	return len(s.acked)
 }
 
-// commit writes batch and every acknowledgement waiting in one transaction
-// and answers the enqueues of batch. If that transaction fails with more
+// commit writes batch and every acknowledgement waiting in one transaction,
+// and answers the enqueues of batch. The caller holds s.wmu. If that transaction fails with more
 // than one enqueue in it, each enqueue is tried again on its own, so that
 // one request's error does not fail the others. It returns the error of
 // the acknowledgements' transaction, if any; they stay waiting then.
