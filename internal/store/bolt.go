@@ -43,12 +43,13 @@ const (
 //
 // # Writes
 //
-// One goroutine of the store, the writer, makes every write transaction.
-// [Bolt.Enqueue] hands its entry to the writer and returns once the
-// transaction holding it has committed with fsync: when Enqueue returns
-// without error, the entry is on disk. Enqueues that arrive while a commit
-// is being written wait for the next one and share it, so concurrent
-// senders share the cost of the fsync without any added delay.
+// [Bolt.Enqueue] returns once the transaction holding its entry has
+// committed with fsync: when Enqueue returns without error, the entry is on
+// disk. An enqueue that finds no commit in progress writes its own
+// transaction at once. Enqueues that arrive while a commit is being written
+// go to a goroutine of the store, the writer, which puts all that wait into
+// the next transaction, so concurrent senders share the cost of the fsync
+// without any added delay. The writer also commits acknowledgements.
 //
 // An enqueue is part of one transaction that takes the next sequence number,
 // stores the entry and drops the oldest entries of the route while it holds
