@@ -57,6 +57,10 @@ Load:
                        machine (default 0, no proxy)
     --with-floor       also measure the loopback HTTP floor, and with --store
                        bolt the raw bbolt floor, for comparison
+    --rounds N         roundtrip, pipeline, agentsend: split the measurement
+                       and its floors into N rounds of duration/N, run in
+                       turns, and add them up, so that both see the same
+                       spells of other load on a shared machine (default 1)
     --fill-routes N    preload N routes ...
     --fill-msgs M      ... with M messages each before measuring
     --log-level LEVEL  log of the in-process bus and progress notes, on
@@ -133,6 +137,7 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.DurationVar(&cfg.Duration, "duration", loadgen.DefaultDuration, "")
 	fset.BoolVar(&cfg.KeepAlive, "keepalive", false, "")
 	fset.DurationVar(&cfg.Latency, "latency", 0, "")
+	fset.IntVar(&cfg.Rounds, "rounds", 1, "")
 	fset.BoolVar(&cfg.WithFloor, "with-floor", false, "")
 	fset.IntVar(&cfg.FillRoutes, "fill-routes", 0, "")
 	fset.IntVar(&cfg.FillMsgs, "fill-msgs", 0, "")

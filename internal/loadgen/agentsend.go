@@ -24,7 +24,7 @@ import (
 // takes it, so the connections are warm; dials_per_op counts only the
 // connections opened during the measurement.
 func (r *run) agentSend(ctx context.Context) (Result, error) {
-	t := newTally()
+	t := r.tally(string(ModeAgentSend))
 	senders := r.cfg.Senders
 	var dials atomic.Int64
 	d := &net.Dialer{Timeout: 5 * time.Second}
@@ -62,7 +62,7 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		}
 	}
 
-	before := r.rss()
+	before := t.rssBefore(r.rss())
 	warm := dials.Load()
 	elapsed, err := r.phase(ctx, 2*senders, func(ctx context.Context, i int) {
 		if i >= senders {
@@ -88,7 +88,7 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 	res.Extra = []Field{
 		{"senders", strconv.Itoa(senders)},
 		{"client", map[bool]string{true: "agent", false: "new-conn"}[r.cfg.KeepAlive]},
-		dialsField(dials.Load()-warm, res.Ops),
+		dialsField(t.dials.Add(dials.Load()-warm), res.Ops),
 	}
 	r.drain(routes)
 	return res, err

@@ -49,6 +49,8 @@ const (
 	maxSize        = 2<<20 - 1024 // stays under the bus's 2 MiB body limit with the envelope
 	maxDuration    = 10 * time.Minute
 	maxFillEntries = 10_000_000
+	maxRounds      = 100
+	minRound       = 100 * time.Millisecond
 )
 
 // ErrConfig marks an error in a [Config]: the caller asked for something
@@ -112,6 +114,13 @@ type Config struct {
 	// WithFloor also measures the loopback HTTP floor (and, for an
 	// in-process bolt store, the raw bbolt floor) in the same run.
 	WithFloor bool
+	// Rounds splits the measurement and its floors into this many rounds
+	// of Duration/Rounds each, run in turns (measurement, floors,
+	// measurement, …), whose figures add up. On a machine whose other load
+	// comes and goes, the measurement and its floors then see the same
+	// mix of quiet and busy spells, which makes their ratio steadier. 0
+	// means 1. Only for roundtrip, pipeline and agentsend.
+	Rounds int
 
 	// FillRoutes and FillMsgs preload FillRoutes routes with FillMsgs
 	// messages each before the measurement; [ModeFill] does only that.
@@ -169,6 +178,19 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Latency > 0 && (c.Mode == ModeBoltFloor || c.Mode == ModeFill) {
 		return bad("mode %s sends nothing over a network: leave out --latency", c.Mode)
+	}
+	if c.Rounds < 0 || c.Rounds > maxRounds {
+		return bad("rounds %d is outside 0..%d", c.Rounds, maxRounds)
+	}
+	if c.Rounds > 1 {
+		switch c.Mode {
+		case ModeRoundtrip, ModePipeline, ModeAgentSend:
+		default:
+			return bad("--rounds applies to roundtrip, pipeline and agentsend")
+		}
+		if c.Duration/time.Duration(c.Rounds) < minRound {
+			return bad("rounds of %v are too short: at least %v each", c.Duration/time.Duration(c.Rounds), minRound)
+		}
 	}
 	if c.Idle > 0 && c.Mode != ModeWake {
 		return bad("--idle applies to mode wake only")

@@ -53,7 +53,7 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	ackBody := []byte(`{"me":"` + r.route("floor", 0) + `","ack":"` + r.route("floor", 0) + `\u000000000000000000000001"}`)
 	query := "/recv?me=" + r.route("floor", 0) + "&timeout_ms=1000"
 
-	t := newTally()
+	t := r.tally("floor")
 	dials := c.dials.Load()
 	elapsed, err := r.phase(ctx, workers, func(ctx context.Context, _ int) {
 		for ctx.Err() == nil {
@@ -83,7 +83,7 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	res.Extra = []Field{
 		{"workers", strconv.Itoa(workers)},
 		{"reqs_per_op", strconv.Itoa(reqs)},
-		dialsField(c.dials.Load()-dials, res.Ops),
+		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
 	}
 	return res, err
 }

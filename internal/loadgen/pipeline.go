@@ -22,18 +22,18 @@ import (
 // latency grows with it; with a small queue cap messages are then dropped,
 // which shows as sent minus delivered.
 func (r *run) pipeline(ctx context.Context) (Result, error) {
-	t := newTally()
-	var sent atomic.Int64
+	t := r.tally(string(ModePipeline))
+	sent := &t.sent
 	senders, receivers := r.cfg.Senders, r.cfg.Receivers
 	var w window
 	if r.cfg.Window > 0 {
 		w = make(window, r.cfg.Window)
 	}
-	before := r.rss()
+	before := t.rssBefore(r.rss())
 	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
 		if i < senders {
-			r.pipeSender(ctx, t, w, &sent, i)
+			r.pipeSender(ctx, t, w, sent, i)
 			return
 		}
 		r.pipeReceiver(ctx, t, w, i-senders)
@@ -45,7 +45,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		{"receivers", strconv.Itoa(receivers)},
 		{"sent", strconv.FormatInt(sent.Load(), 10)},
 		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
-		dialsField(r.client.dials.Load()-dials, res.Ops),
+		dialsField(t.dials.Add(r.client.dials.Load()-dials), res.Ops),
 	}
 	r.drain(r.routes("pipe", receivers))
 	return res, err
@@ -146,11 +146,12 @@ func (w window) release() {
 	}
 }
 
-// drain removes what a run left on the given routes of a bus at URL, so
-// the load leaves nothing behind there. It gives up after [grace]. An
+// drain removes what a round left on the given routes, so that the next
+// round starts from empty queues and the load leaves nothing behind on a
+// bus at URL. It gives up after [grace]. After the last round an
 // in-process bus is discarded anyway.
 func (r *run) drain(routes []string) {
-	if r.target.local {
+	if r.target.local && r.lastRound {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

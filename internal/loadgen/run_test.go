@@ -55,6 +55,9 @@ func TestValidate(t *testing.T) {
 		{"negative latency", Config{Latency: -time.Millisecond}, "latency"},
 		{"huge latency", Config{Latency: time.Minute}, "latency"},
 		{"latency without a network", Config{Mode: ModeBoltFloor, Latency: time.Millisecond}, "--latency"},
+		{"negative rounds", Config{Rounds: -1}, "rounds"},
+		{"rounds for wake", Config{Mode: ModeWake, Rounds: 2}, "--rounds applies"},
+		{"rounds too short", Config{Rounds: 100, Duration: time.Second}, "too short"},
 		{"agentsend routes below senders", Config{Mode: ModeAgentSend, Senders: 3, Routes: 2}, "route per sender"},
 	}
 	for _, tt := range tests {
@@ -221,6 +224,7 @@ func TestRunModes(t *testing.T) {
 		{"bolt roundtrip with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true}, 3, []string{"roundtrip", "floor", "boltfloor"}},
 		{"agentsend with floor", Config{Mode: ModeAgentSend, KeepAlive: true, WithFloor: true}, 2, []string{"agentsend", "floor"}},
 		{"agentsend new connections", Config{Mode: ModeAgentSend, Senders: 2}, 1, []string{"agentsend"}},
+		{"roundtrip in rounds with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true, Rounds: 3}, 3, []string{"roundtrip", "floor", "boltfloor"}},
 		{"roundtrip through the proxy", Config{Mode: ModeRoundtrip, Latency: time.Millisecond, WithFloor: true}, 2, []string{"roundtrip", "floor"}},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,7 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	}
 	parked := r.rss()
 
-	t := newTally()
+	t := r.tally(string(ModeWake))
 	sends := NewRecorder(0) // how long the /send requests themselves took
 	// The waiter says when it is about to poll, which is also when it has
 	// finished with the previous message; the sender sends only then.
