@@ -146,12 +146,11 @@ func (w window) release() {
 	}
 }
 
-// drain removes what a round left on the given routes, so that the next
-// round starts from empty queues and the load leaves nothing behind on a
-// bus at URL. It gives up after [grace]. After the last round an
+// drain removes what a run left on the given routes of a bus at URL, so
+// the load leaves nothing behind there. It gives up after [grace]. An
 // in-process bus is discarded anyway.
 func (r *run) drain(routes []string) {
-	if r.target.local && r.lastRound {
+	if r.target.local {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -150,8 +150,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			rep.Results = append(rep.Results, latest[name])
 		}
 	}()
+	prefix := r.prefix
 	for round := 0; round < rounds && ctx.Err() == nil; round++ {
-		r.lastRound = round == rounds-1
+		if rounds > 1 {
+			// Routes of their own: a send cut off at the end of a
+			// round can still land after it.
+			r.prefix = prefix + "r" + strconv.Itoa(round) + "-"
+		}
 		var res Result
 		switch cfg.Mode {
 		case ModeRoundtrip:
@@ -212,8 +217,7 @@ type run struct {
 	url    string // where the load goes: the bus, or the proxy before it
 	client *client
 
-	tallies   map[string]*tally // by measurement; see run.tally
-	lastRound bool              // the round running is the last
+	tallies map[string]*tally // by measurement; see run.tally
 }
 
 // runID returns a short random id that keeps this run's routes apart from
