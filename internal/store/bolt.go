@@ -112,6 +112,7 @@ type Bolt struct {
 	// writer takes it, or gives up when stop is closed.
 	writes     chan *writeReq
 	kick       chan struct{}   // capacity 1: acknowledgements are waiting
+	armed      atomic.Bool     // the writer's timer for acknowledgements runs
 	flushes    chan chan error // requests to commit the acknowledgements now
 	stop       chan struct{}   // closed by Close
 	writerDone chan struct{}   // closed when the writer has returned
@@ -487,9 +488,14 @@ func (s *Bolt) Delete(key string) (err error) {
 	if n == 0 {
 		return nil
 	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
+	// While the writer's timer runs it needs no word; it is cleared
+	// before the writer looks for acknowledgements once more, so none is
+	// left waiting unseen.
+	if !s.armed.Load() || n >= s.ackFlushAt {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 	if n >= s.maxAcked {
 		// Too many waiting: commit them before answering, which

@@ -89,6 +89,7 @@ func (s *Bolt) writer() {
 			timer.Stop()
 			timerC = nil
 		}
+		s.armed.Store(false)
 	}
 	for {
 		batch, flushes = batch[:0], flushes[:0]
@@ -105,11 +106,13 @@ func (s *Bolt) writer() {
 						timer.Reset(s.ackDelay)
 					}
 					timerC = timer.C
+					s.armed.Store(true)
 				}
 				continue
 			}
 		case <-timerC:
 			timerC = nil
+			s.armed.Store(false)
 		case ch := <-s.flushes:
 			flushes = append(flushes, ch)
 		case <-s.stop:
