@@ -134,6 +134,9 @@ func dialsPerOp(t *testing.T, res Result) (float64, bool) {
 	t.Helper()
 	for _, f := range res.Extra {
 		if f.Key == "dials_per_op" {
+			if f.Value == "n/a" { // no operation to divide by
+				return 0, true
+			}
 			v, err := strconv.ParseFloat(f.Value, 64)
 			if err != nil {
 				t.Fatalf("dials_per_op %q: %v", f.Value, err)
