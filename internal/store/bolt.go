@@ -546,6 +546,11 @@ func (s *Bolt) Depth(route string) (int, error) {
 // Close implements [Store.Close]: it waits for the writes in progress,
 // commits the acknowledgements still waiting, and closes the file,
 // releasing its lock. Calling it again returns [ErrClosed].
+//
+// A store found damaged (see [Bolt.Failed]) is not closed: after a panic in
+// bbolt its locks may still be held, and closing could hang. Close then
+// returns the failure, and the file and its lock stay open until the
+// process ends.
 func (s *Bolt) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
@@ -557,6 +562,9 @@ func (s *Bolt) Close() error {
 	// writing; the lock waits for it.
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if ce := s.failure.Load(); ce != nil {
+		return ce
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}

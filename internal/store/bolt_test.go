@@ -541,3 +541,36 @@ func TestBoltFileCutShortWhileOpen(t *testing.T) {
 		t.Errorf("Depth after the failure: %v, want the same error", err)
 	}
 }
+
+// A write into a file cut short while the store runs fails with a
+// CorruptError instead of crashing, and Close then returns that failure
+// without touching bbolt, whose locks the failed write may have left held.
+func TestBoltWriteToFileCutShortFailsAndCloses(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows cannot shorten a file that is mapped")
+	}
+	t.Parallel()
+	path := newBoltPath(t)
+	s, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		enqueue(t, s, fmt.Sprintf("K#s%d", i), strings.Repeat("x", 500))
+	}
+	if err := os.Truncate(path, int64(2*s.db.Info().PageSize)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Enqueue("K#s150", []byte("y"))
+	if _, ok := errors.AsType[*CorruptError](err); !ok {
+		t.Fatalf("Enqueue into a cut file: %v, want a *CorruptError", err)
+	}
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is still open")
+	}
+	if err := s.Close(); err != s.Err() {
+		t.Fatalf("Close after the failure: %v, want the failure %v", err, s.Err())
+	}
+}
