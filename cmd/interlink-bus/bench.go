@@ -34,8 +34,8 @@ Target:
     --queue-cap N      in-process bus queue cap (default 1024; 0 means 1)
 
 Load:
-    --mode MODE        roundtrip (default), pipeline, wake, floor, fill or
-                       boltfloor; see below
+    --mode MODE        roundtrip (default), pipeline, wake, floor, fill,
+                       boltfloor or agentsend; see below
     --senders N        concurrent senders (default 1)
     --receivers N      pipeline: receivers, each polling a route of its own
                        (default 1)
@@ -49,9 +49,18 @@ Load:
                        (default 256)
     --duration D       length of each phase, such as 5s or 1m (default 5s)
     --keepalive        reuse connections (default: a new TCP connection for
-                       every request, as agents do)
+                       every request); in agentsend, use the agent's own
+                       client, which keeps its connections
+    --latency D        put a TCP proxy in this process before the bus (and
+                       the floor's server) that delays every byte by D in
+                       each direction, such as 10ms: a remote bus on one
+                       machine (default 0, no proxy)
     --with-floor       also measure the loopback HTTP floor, and with --store
                        bolt the raw bbolt floor, for comparison
+    --rounds N         roundtrip, pipeline, agentsend: split the measurement
+                       and its floors into N rounds of duration/N, run in
+                       turns, and add them up, so that both see the same
+                       spells of other load on a shared machine (default 1)
     --fill-routes N    preload N routes ...
     --fill-msgs M      ... with M messages each before measuring
     --log-level LEVEL  log of the in-process bus and progress notes, on
@@ -70,6 +79,12 @@ Modes:
     fill       preload --fill-routes x --fill-msgs and report memory
     boltfloor  no bus: a raw bbolt file committing a put and a delete in a
                loop, the least a durable round trip can cost
+    agentsend  each sender is an agent's relay client sending one message
+               after the other, while the same client long-polls and acks
+               the route as an agent does; an operation is one send
+
+Every line reports dials_per_op, the TCP connections the load opened per
+operation.
 `
 
 const benchHint = "run 'interlink-bus bench --help' for its options"
@@ -121,6 +136,8 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.IntVar(&cfg.Size, "size", loadgen.DefaultSize, "")
 	fset.DurationVar(&cfg.Duration, "duration", loadgen.DefaultDuration, "")
 	fset.BoolVar(&cfg.KeepAlive, "keepalive", false, "")
+	fset.DurationVar(&cfg.Latency, "latency", 0, "")
+	fset.IntVar(&cfg.Rounds, "rounds", 1, "")
 	fset.BoolVar(&cfg.WithFloor, "with-floor", false, "")
 	fset.IntVar(&cfg.FillRoutes, "fill-routes", 0, "")
 	fset.IntVar(&cfg.FillMsgs, "fill-msgs", 0, "")

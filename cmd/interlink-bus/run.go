@@ -43,6 +43,13 @@ Options:
     --queue-cap N      messages kept per route; a full queue drops its oldest
                        message. Env INTERLINK_QUEUE_CAP; default 1024; 0
                        means 1
+    --ack-delay D      with --db: how long acknowledgements may wait to share
+                       the commit of a later send before they are committed
+                       on their own. A send answers only once it is on disk;
+                       an acknowledgement answers at once, and a crash can
+                       bring back the messages acknowledged in the last D
+                       (agents drop them as replays). 0 commits each at once.
+                       Env INTERLINK_ACK_DELAY; default 100ms; at most 1m
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     -h, --help         show this help

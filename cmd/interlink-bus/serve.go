@@ -40,13 +40,18 @@ const (
 	defaultAddr     = "127.0.0.1:9440"
 	defaultQueueCap = "1024"
 	defaultLogLevel = "info"
+	defaultAckDelay = "100ms"
+	// maxAckDelay bounds --ack-delay: longer would only widen what a crash
+	// can undo.
+	maxAckDelay = time.Minute
 )
 
 // serveConfig is the validated command line of the bus.
 type serveConfig struct {
 	addr     netip.AddrPort
-	db       string // empty: in memory
-	queueCap int    // at least 1
+	db       string        // empty: in memory
+	queueCap int           // at least 1
+	ackDelay time.Duration // 0 or more; 0 commits acknowledgements at once
 	logLevel slog.Level
 }
 
@@ -145,7 +150,10 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 // is false the problem has been reported and code is the status to exit
 // with.
 func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, code int, ok bool) {
-	opts := &store.Options{Cap: cfg.queueCap, Logger: log, ObserveCommit: observeCommit}
+	opts := &store.Options{Cap: cfg.queueCap, Logger: log, AckDelay: cfg.ackDelay, ObserveCommit: observeCommit}
+	if cfg.ackDelay == 0 {
+		opts.AckDelay = -1 // the store's word for "at once"
+	}
 	if cfg.db == "" {
 		log.Warn("in-memory queue, lost on restart")
 		return store.NewMemory(opts), exitOK, true
@@ -177,10 +185,11 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	// generated usage; errors are reported below in the program's format.
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
-	var addr, db, queueCap, logLevel string
+	var addr, db, queueCap, ackDelay, logLevel string
 	fset.StringVar(&addr, "addr", "", "")
 	fset.StringVar(&db, "db", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -205,6 +214,11 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 
 	value, source = c.setting(queueCap, "--queue-cap", "INTERLINK_QUEUE_CAP", defaultQueueCap)
 	if cfg.queueCap, err = parseQueueCap(value); err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
+	}
+
+	value, source = c.setting(ackDelay, "--ack-delay", "INTERLINK_ACK_DELAY", defaultAckDelay)
+	if cfg.ackDelay, err = parseAckDelay(value); err != nil {
 		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
 	}
 
@@ -242,6 +256,15 @@ func parseQueueCap(s string) (int, error) {
 		return 0, fmt.Errorf("at most %d", math.MaxInt32)
 	}
 	return max(int(n), 1), nil
+}
+
+// parseAckDelay parses a duration from 0 to maxAckDelay.
+func parseAckDelay(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || d > maxAckDelay {
+		return 0, fmt.Errorf("want a duration from 0s to %v, such as 100ms", maxAckDelay)
+	}
+	return d, nil
 }
 
 // freshConns tracks the server's connections that have not started a

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -186,4 +187,37 @@ func mustAnnouncement(b *testing.B, body string) announcement {
 		b.Fatal(err)
 	}
 	return a
+}
+
+// BenchmarkHandlers measures the bus's own work per request, without a
+// network: send, recv and ack of one message through ServeHTTP on the
+// in-memory store, with the allocations that takes.
+func BenchmarkHandlers(b *testing.B) {
+	st := store.NewMemory(nil)
+	srv := New(st, nil)
+	b.Cleanup(func() { srv.Shutdown(); st.Close() })
+	sendBody := []byte(`{"to":"K#s","payload":{"text":"` + strings.Repeat("x", 256) + `"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/send", bytes.NewReader(sendBody))
+		req.Header.Set("Content-Type", "application/json")
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusAccepted {
+			b.Fatalf("send: %d", rec.Code)
+		}
+		rec = httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/recv?me=K%23s&timeout_ms=1000", nil))
+		var r recvReply
+		if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || r.Status != "message" {
+			b.Fatalf("recv: %s", rec.Body)
+		}
+		rec = httptest.NewRecorder()
+		req = httptest.NewRequest(http.MethodPost, "/ack", strings.NewReader(`{"me":"K#s","ack":`+jstr(r.Ack)+`}`))
+		req.Header.Set("Content-Type", "application/json")
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("ack: %d", rec.Code)
+		}
+	}
 }

@@ -88,6 +88,9 @@ func readGrowing(r io.Reader) ([]byte, error) {
 // isJSONType reports whether a Content-Type header names JSON:
 // application/json or application/<anything>+json, with any parameters.
 func isJSONType(header string) bool {
+	if header == "application/json" {
+		return true
+	}
 	mt, _, err := mime.ParseMediaType(header)
 	if err != nil {
 		return false
@@ -266,6 +269,20 @@ type sendRequest struct {
 }
 
 func decodeSend(body []byte) (sendRequest, error) {
+	if checkJSON(body) == nil {
+		if req, ok := fastSend(body); ok {
+			if err := checkRoute(req.to); err != nil {
+				return sendRequest{}, err
+			}
+			return req, nil
+		}
+	}
+	return decodeSendSlow(body)
+}
+
+// decodeSendSlow is the general decoder of decodeSend, which also makes
+// every error.
+func decodeSendSlow(body []byte) (sendRequest, error) {
 	o, err := decodeObject(body, errShape)
 	if err != nil {
 		return sendRequest{}, err
@@ -291,6 +308,20 @@ type ackRequest struct {
 }
 
 func decodeAck(body []byte) (ackRequest, error) {
+	if checkJSON(body) == nil {
+		if req, ok := fastAck(body); ok {
+			if err := checkRoute(req.me); err != nil {
+				return ackRequest{}, err
+			}
+			return req, nil
+		}
+	}
+	return decodeAckSlow(body)
+}
+
+// decodeAckSlow is the general decoder of decodeAck, which also makes
+// every error.
+func decodeAckSlow(body []byte) (ackRequest, error) {
 	o, err := decodeObject(body, errShape)
 	if err != nil {
 		return ackRequest{}, err
@@ -356,6 +387,18 @@ type recvQuery struct {
 // The wait defaults to [DefaultRecvTimeout] and is clamped to limit; huge
 // timeout_ms values clamp without overflowing.
 func decodeRecvQuery(raw string, limit time.Duration) (recvQuery, error) {
+	if me, wait, ok := fastRecvQuery(raw, limit); ok {
+		if err := checkRoute(me); err != nil {
+			return recvQuery{}, err
+		}
+		return recvQuery{me: me, wait: wait}, nil
+	}
+	return decodeRecvQuerySlow(raw, limit)
+}
+
+// decodeRecvQuerySlow is the general parser of decodeRecvQuery, which also
+// makes every error.
+func decodeRecvQuerySlow(raw string, limit time.Duration) (recvQuery, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return recvQuery{}, fmt.Errorf("%w: %v", errQuery, err)

@@ -37,13 +37,17 @@ func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
 		s.log.Error("recv failed", "route", q.me, "error", "stored envelope is not valid JSON")
 		return fmt.Errorf("%w: stored envelope is not valid JSON", errPoll)
 	}
-	ack, err := marshal(e.Key)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errPoll, err)
-	}
-	body := make([]byte, 0, len(`{"ack":,"envelope":,"status":"message"}`)+len(ack)+len(e.Value))
+	body := make([]byte, 0, len(`{"ack":"","envelope":,"status":"message"}`)+len(e.Key)+len(`\u0000`)+len(e.Value))
 	body = append(body, `{"ack":`...)
-	body = append(body, ack...)
+	mark := len(body)
+	body, ok = appendKeyJSON(body, e.Key)
+	if !ok {
+		ack, err := marshal(e.Key)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errPoll, err)
+		}
+		body = append(body[:mark], ack...)
+	}
 	body = append(body, `,"envelope":`...)
 	body = append(body, e.Value...)
 	body = append(body, `,"status":"message"}`...)
@@ -62,8 +66,9 @@ func (s *Server) poll(ctx context.Context, route string, wait time.Duration) (st
 		wait = 0
 	default:
 	}
-	if wait <= 0 {
-		return s.st.Peek(route)
+	// A message already queued needs no waiter and no timer.
+	if e, ok, err := s.st.Peek(route); ok || err != nil || wait <= 0 {
+		return e, ok, err
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()

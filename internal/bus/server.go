@@ -250,11 +250,17 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	writeJSON(w, status, out)
 }
 
+// jsonType is the Content-Type header value of every JSON answer. The
+// server only reads header values, so one slice serves every response.
+var jsonType = []string{"application/json"}
+
 // writeJSON writes a complete JSON response.
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	// The keys are in canonical form already, so Set's canonicalization
+	// is skipped.
+	h["Content-Type"] = jsonType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	_, _ = w.Write(body) // a write error means the client left
 }

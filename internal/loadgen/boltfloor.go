@@ -48,7 +48,7 @@ func (r *run) boltFloor(ctx context.Context, path, dir string) (res Result, err 
 	// The value is as long as a stored envelope: the payload plus the
 	// wrapping and stamp the bus adds.
 	value := make([]byte, len(makePayload("b", 0, r.cfg.Size))+len(`{"payload":,"ts":1700000000000}`))
-	t := newTally()
+	t := r.tally(string(ModeBoltFloor))
 	elapsed, err := r.phase(ctx, 1, func(ctx context.Context, _ int) {
 		var key [8]byte
 		for seq := uint64(1); ctx.Err() == nil; seq++ {

@@ -21,10 +21,11 @@ const (
 	ModeFloor     Mode = "floor"
 	ModeFill      Mode = "fill"
 	ModeBoltFloor Mode = "boltfloor"
+	ModeAgentSend Mode = "agentsend"
 )
 
 // Modes lists every [Mode] in the order the help text gives them.
-var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeBoltFloor}
+var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeBoltFloor, ModeAgentSend}
 
 // Store kinds for an in-process bus.
 const (
@@ -48,6 +49,8 @@ const (
 	maxSize        = 2<<20 - 1024 // stays under the bus's 2 MiB body limit with the envelope
 	maxDuration    = 10 * time.Minute
 	maxFillEntries = 10_000_000
+	maxRounds      = 100
+	minRound       = 100 * time.Millisecond
 )
 
 // ErrConfig marks an error in a [Config]: the caller asked for something
@@ -99,11 +102,25 @@ type Config struct {
 	// means [DefaultDuration].
 	Duration time.Duration
 	// KeepAlive reuses connections. The default, false, opens a new TCP
-	// connection for every request, as the real agents do.
+	// connection for every request. In [ModeAgentSend] it selects the
+	// agent's own client (which keeps connections) rather than one that
+	// opens a connection per request.
 	KeepAlive bool
+	// Latency, when positive, puts a TCP proxy in this process between
+	// the load and the bus (and the floor's server) that delays every
+	// byte by this much in each direction, so a round trip costs twice
+	// Latency: a remote relay, simulated on one machine.
+	Latency time.Duration
 	// WithFloor also measures the loopback HTTP floor (and, for an
 	// in-process bolt store, the raw bbolt floor) in the same run.
 	WithFloor bool
+	// Rounds splits the measurement and its floors into this many rounds
+	// of Duration/Rounds each, run in turns (measurement, floors,
+	// measurement, …), whose figures add up. On a machine whose other load
+	// comes and goes, the measurement and its floors then see the same
+	// mix of quiet and busy spells, which makes their ratio steadier. 0
+	// means 1. Only for roundtrip, pipeline and agentsend.
+	Rounds int
 
 	// FillRoutes and FillMsgs preload FillRoutes routes with FillMsgs
 	// messages each before the measurement; [ModeFill] does only that.
@@ -156,6 +173,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Idle < 0 || c.Idle > maxIdle {
 		return bad("idle %d is outside 0..%d", c.Idle, maxIdle)
 	}
+	if c.Latency < 0 || c.Latency > maxLatency {
+		return bad("latency %v is outside 0..%v", c.Latency, maxLatency)
+	}
+	if c.Latency > 0 && (c.Mode == ModeBoltFloor || c.Mode == ModeFill) {
+		return bad("mode %s sends nothing over a network: leave out --latency", c.Mode)
+	}
+	if c.Rounds < 0 || c.Rounds > maxRounds {
+		return bad("rounds %d is outside 0..%d", c.Rounds, maxRounds)
+	}
+	if c.Rounds > 1 {
+		switch c.Mode {
+		case ModeRoundtrip, ModePipeline, ModeAgentSend:
+		default:
+			return bad("--rounds applies to roundtrip, pipeline and agentsend")
+		}
+		if c.Duration/time.Duration(c.Rounds) < minRound {
+			return bad("rounds of %v are too short: at least %v each", c.Duration/time.Duration(c.Rounds), minRound)
+		}
+	}
 	if c.Idle > 0 && c.Mode != ModeWake {
 		return bad("--idle applies to mode wake only")
 	}
@@ -163,12 +199,12 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("routes %d is outside 0..%d", c.Routes, maxRoutes)
 	}
 	switch c.Mode {
-	case ModeRoundtrip:
+	case ModeRoundtrip, ModeAgentSend:
 		if c.Routes == 0 {
 			c.Routes = c.Senders
 		}
 		if c.Routes < c.Senders {
-			return bad("roundtrip needs a route per sender: %d routes for %d senders", c.Routes, c.Senders)
+			return bad("%s needs a route per sender: %d routes for %d senders", c.Mode, c.Routes, c.Senders)
 		}
 	case ModePipeline:
 		if c.Routes == 0 {

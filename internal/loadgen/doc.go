@@ -20,6 +20,10 @@
 //   - fill: preload routes with messages and report the bus's memory.
 //   - boltfloor: no bus, only a bbolt file committing a put and a delete in
 //     a loop: the least a durable round trip can cost.
+//   - agentsend: each sender is an agent's relay client (package relay)
+//     sending one message after the other, while the same client
+//     long-polls and acknowledges the route as an agent's inbound loop
+//     does. An operation is one send.
 //
 // With [Config.WithFloor] a run measures the floor after its scenario, with
 // the same concurrency and three requests per operation (one for wake), so
@@ -33,7 +37,16 @@
 // seconds' grace to return, and a run that cannot stop them fails with
 // [ErrStuck] rather than hang. Load goes only to loopback addresses unless
 // [Config.AllowRemote] says otherwise. By default every request opens a new
-// TCP connection, as the real agents' clients do.
+// TCP connection; [Config.KeepAlive] reuses them.
+//
+// # Latency
+//
+// [Config.Latency] puts a TCP proxy in this process between the load and
+// the bus (and the floor's server) that delays every byte by that much in
+// each direction and makes a new connection cost one round trip, so that
+// the cost of connection setup on a remote relay can be measured on one
+// machine. Every result reports dials_per_op, the connections the load
+// opened per operation.
 //
 // # Measurements
 //

@@ -38,13 +38,23 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 		}
 	}()
 
-	c := newClient("http://"+ln.Addr().String(), r.cfg.KeepAlive, workers)
+	base := "http://" + ln.Addr().String()
+	if r.cfg.Latency > 0 {
+		p, u, err := proxyFor(base, r.cfg.Latency)
+		if err != nil {
+			return Result{Name: "floor"}, err
+		}
+		defer p.close()
+		base = u
+	}
+	c := newClient(base, r.cfg.KeepAlive, workers)
 	defer c.close()
 	sendBody := []byte(`{"to":"` + r.route("floor", 0) + `","payload":` + string(makePayload("f", 0, r.cfg.Size)) + `}`)
 	ackBody := []byte(`{"me":"` + r.route("floor", 0) + `","ack":"` + r.route("floor", 0) + `\u000000000000000000000001"}`)
 	query := "/recv?me=" + r.route("floor", 0) + "&timeout_ms=1000"
 
-	t := newTally()
+	t := r.tally("floor")
+	dials := c.dials.Load()
 	elapsed, err := r.phase(ctx, workers, func(ctx context.Context, _ int) {
 		for ctx.Err() == nil {
 			start := time.Now()
@@ -73,6 +83,7 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	res.Extra = []Field{
 		{"workers", strconv.Itoa(workers)},
 		{"reqs_per_op", strconv.Itoa(reqs)},
+		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
 	}
 	return res, err
 }

@@ -22,17 +22,18 @@ import (
 // latency grows with it; with a small queue cap messages are then dropped,
 // which shows as sent minus delivered.
 func (r *run) pipeline(ctx context.Context) (Result, error) {
-	t := newTally()
-	var sent atomic.Int64
+	t := r.tally(string(ModePipeline))
+	sent := &t.sent
 	senders, receivers := r.cfg.Senders, r.cfg.Receivers
 	var w window
 	if r.cfg.Window > 0 {
 		w = make(window, r.cfg.Window)
 	}
-	before := r.rss()
+	before := t.rssBefore(r.rss())
+	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
 		if i < senders {
-			r.pipeSender(ctx, t, w, &sent, i)
+			r.pipeSender(ctx, t, w, sent, i)
 			return
 		}
 		r.pipeReceiver(ctx, t, w, i-senders)
@@ -44,6 +45,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		{"receivers", strconv.Itoa(receivers)},
 		{"sent", strconv.FormatInt(sent.Load(), 10)},
 		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
+		dialsField(t.dials.Add(r.client.dials.Load()-dials), res.Ops),
 	}
 	r.drain(r.routes("pipe", receivers))
 	return res, err

@@ -21,6 +21,12 @@ func (rep *Report) Write(w io.Writer) error {
 	if c.FillRoutes > 0 {
 		fmt.Fprintf(&b, " fill=%dx%d", c.FillRoutes, c.FillMsgs)
 	}
+	if c.Latency > 0 {
+		fmt.Fprintf(&b, " latency=%v", c.Latency)
+	}
+	if c.Rounds > 1 {
+		fmt.Fprintf(&b, " rounds=%d", c.Rounds)
+	}
 	fmt.Fprintf(&b, "\n# machine: %s/%s, %d CPUs, %s\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
 	for _, res := range rep.Results {
 		b.WriteString(res.String())

@@ -17,12 +17,13 @@ const recvWait = time.Second
 // got, one request after the other. With more routes than senders, sender
 // i cycles through routes i, i+S, i+2S, … so no two senders share one.
 func (r *run) roundtrip(ctx context.Context) (Result, error) {
-	t := newTally()
-	before := r.rss()
+	t := r.tally(string(ModeRoundtrip))
+	before := t.rssBefore(r.rss())
 	senders, routes := r.cfg.Senders, r.cfg.Routes
 	// last[i] is the route sender i used last: where a cycle cut short by
 	// the deadline can have left its message.
 	last := make([]string, senders)
+	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
 			if ctx.Err() != nil {
@@ -48,6 +49,7 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 		{"senders", strconv.Itoa(senders)},
 		{"routes", strconv.Itoa(routes)},
 		{"reqs_per_op", "3"},
+		dialsField(t.dials.Add(r.client.dials.Load()-dials), res.Ops),
 	}
 	r.drain(last)
 	return res, err

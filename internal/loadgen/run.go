@@ -111,7 +111,17 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			err = fmt.Errorf("stopping the in-process bus: %v", serr)
 		}
 	}()
-	r.client = newClient(r.target.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
+	r.url = r.target.url
+	if cfg.Latency > 0 {
+		p, u, err := proxyFor(r.target.url, cfg.Latency)
+		if err != nil {
+			return nil, err
+		}
+		defer p.close()
+		r.url = u
+		rep.Target += fmt.Sprintf(", through a proxy adding %v each way", cfg.Latency)
+	}
+	r.client = newClient(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
 	defer r.client.close()
 
 	if cfg.FillRoutes > 0 {
@@ -122,21 +132,49 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		}
 	}
 
-	var res Result
-	switch cfg.Mode {
-	case ModeRoundtrip:
-		res, err = r.roundtrip(ctx)
-	case ModePipeline:
-		res, err = r.pipeline(ctx)
-	case ModeWake:
-		res, err = r.wake(ctx)
+	// Each round runs the measurement and then its floors, each for
+	// Duration/Rounds; the results add up over the rounds, so the
+	// measurement and its floors see the same spells of a busy machine.
+	rounds := max(cfg.Rounds, 1)
+	r.cfg.Duration = cfg.Duration / time.Duration(rounds)
+	latest := map[string]Result{}
+	var order []string
+	keep := func(res Result) {
+		if _, ok := latest[res.Name]; !ok {
+			order = append(order, res.Name)
+		}
+		latest[res.Name] = res
 	}
-	rep.Results = append(rep.Results, res)
-	if err != nil {
-		return rep, err
-	}
-
-	if cfg.WithFloor && ctx.Err() == nil {
+	defer func() {
+		for _, name := range order {
+			rep.Results = append(rep.Results, latest[name])
+		}
+	}()
+	prefix := r.prefix
+	for round := 0; round < rounds && ctx.Err() == nil; round++ {
+		if rounds > 1 {
+			// Routes of their own: a send cut off at the end of a
+			// round can still land after it.
+			r.prefix = prefix + "r" + strconv.Itoa(round) + "-"
+		}
+		var res Result
+		switch cfg.Mode {
+		case ModeRoundtrip:
+			res, err = r.roundtrip(ctx)
+		case ModePipeline:
+			res, err = r.pipeline(ctx)
+		case ModeWake:
+			res, err = r.wake(ctx)
+		case ModeAgentSend:
+			res, err = r.agentSend(ctx)
+		}
+		keep(res)
+		if err != nil {
+			return rep, err
+		}
+		if !cfg.WithFloor || ctx.Err() != nil {
+			continue
+		}
 		workers, reqs := 1, 3
 		switch cfg.Mode {
 		case ModeRoundtrip:
@@ -145,9 +183,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			workers = cfg.Senders + cfg.Receivers
 		case ModeWake:
 			reqs = 1
+		case ModeAgentSend:
+			workers, reqs = cfg.Senders, 1
 		}
 		res, err := r.floor(ctx, workers, reqs)
-		rep.Results = append(rep.Results, res)
+		keep(res)
 		if err != nil {
 			return rep, err
 		}
@@ -157,7 +197,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 				dir = filepath.Dir(cfg.DBPath)
 			}
 			res, err := r.boltFloor(ctx, "", dir)
-			rep.Results = append(rep.Results, res)
+			keep(res)
 			if err != nil {
 				return rep, err
 			}
@@ -174,7 +214,10 @@ type run struct {
 	prefix string    // starts every route this run uses
 
 	target *target
+	url    string // where the load goes: the bus, or the proxy before it
 	client *client
+
+	tallies map[string]*tally // by measurement; see run.tally
 }
 
 // runID returns a short random id that keeps this run's routes apart from
@@ -242,17 +285,48 @@ func (r *run) settledRSS() int64 {
 	return r.rss()
 }
 
-// tally counts the outcome of a phase's operations.
+// tally counts the outcome of a measurement's operations. With several
+// rounds ([Config.Rounds]) one tally adds up the rounds of a measurement.
 type tally struct {
-	ops  atomic.Int64
-	errs atomic.Int64
-	rec  *Recorder
+	ops   atomic.Int64
+	errs  atomic.Int64
+	dials atomic.Int64 // connections opened
+	sent  atomic.Int64 // pipeline: messages sent
+	rec   *Recorder
 
-	mu       sync.Mutex // guards firstErr
+	mu       sync.Mutex // guards the fields below
 	firstErr string
+	elapsed  time.Duration // the windows of the rounds so far
+	rss      int64         // resident memory before the first round
+	rssSet   bool
 }
 
 func newTally() *tally { return &tally{rec: NewRecorder(0)} }
+
+// tally returns the run's tally for the measurement called name, made on
+// first use, so that the rounds of a measurement add up.
+func (r *run) tally(name string) *tally {
+	if r.tallies == nil {
+		r.tallies = make(map[string]*tally)
+	}
+	t := r.tallies[name]
+	if t == nil {
+		t = newTally()
+		r.tallies[name] = t
+	}
+	return t
+}
+
+// rssBefore records before as the memory before the measurement, unless an
+// earlier round did, and returns the recorded figure.
+func (t *tally) rssBefore(before int64) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.rssSet {
+		t.rss, t.rssSet = before, true
+	}
+	return t.rss
+}
 
 // ok records a completed operation that took d.
 func (t *tally) ok(d time.Duration) {
@@ -271,16 +345,18 @@ func (t *tally) fail(ctx context.Context, err error) {
 	sleep(ctx, errorPause)
 }
 
-// result returns the tally as a Result called name over elapsed.
+// result adds elapsed, the window of the round just done, and returns the
+// tally so far as a Result called name.
 func (t *tally) result(name string, elapsed time.Duration) Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.elapsed += elapsed
 	return Result{
 		Name:       name,
 		Ops:        t.ops.Load(),
 		Errors:     t.errs.Load(),
 		FirstError: t.firstErr,
-		Elapsed:    elapsed,
+		Elapsed:    t.elapsed,
 		Latency:    t.rec.Summary(),
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +52,13 @@ func TestValidate(t *testing.T) {
 		{"huge duration", Config{Duration: time.Hour}, "limit"},
 		{"too many senders", Config{Senders: 1 << 20}, "at most"},
 		{"oversized payload", Config{Size: 3 << 20}, "size"},
+		{"negative latency", Config{Latency: -time.Millisecond}, "latency"},
+		{"huge latency", Config{Latency: time.Minute}, "latency"},
+		{"latency without a network", Config{Mode: ModeBoltFloor, Latency: time.Millisecond}, "--latency"},
+		{"negative rounds", Config{Rounds: -1}, "rounds"},
+		{"rounds for wake", Config{Mode: ModeWake, Rounds: 2}, "--rounds applies"},
+		{"rounds too short", Config{Rounds: 100, Duration: time.Second}, "too short"},
+		{"agentsend routes below senders", Config{Mode: ModeAgentSend, Senders: 3, Routes: 2}, "route per sender"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,6 +122,49 @@ func checkResult(t *testing.T, res Result, name string, cfg Config) {
 	if !strings.HasPrefix(res.String(), name+" ") || !strings.Contains(res.String(), " p999=") {
 		t.Errorf("%s: report line %q", name, res.String())
 	}
+	if name != string(ModeFill) && name != string(ModeBoltFloor) {
+		if _, ok := dialsPerOp(t, res); !ok {
+			t.Errorf("%s: no dials_per_op in %q", name, res.String())
+		}
+	}
+}
+
+// dialsPerOp returns the dials_per_op figure of res.
+func dialsPerOp(t *testing.T, res Result) (float64, bool) {
+	t.Helper()
+	for _, f := range res.Extra {
+		if f.Key == "dials_per_op" {
+			if f.Value == "n/a" { // no operation to divide by
+				return 0, true
+			}
+			v, err := strconv.ParseFloat(f.Value, 64)
+			if err != nil {
+				t.Fatalf("dials_per_op %q: %v", f.Value, err)
+			}
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// An agent's client opens its connections once and sends over them; a
+// client without keep-alive opens one per request.
+func TestAgentSendCountsDials(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepalive=%v", keep), func(t *testing.T) {
+			rep := runBounded(t, Config{Mode: ModeAgentSend, KeepAlive: keep, Duration: short}, 1)
+			res := rep.Results[0]
+			got, _ := dialsPerOp(t, res)
+			switch {
+			case res.Ops < 10:
+				t.Fatalf("only %d sends: too few to tell", res.Ops)
+			case keep && got >= 0.5:
+				t.Errorf("the agent's client opened %.3f connections per send, want well below 1", got)
+			case !keep && got < 1:
+				t.Errorf("a client without keep-alive opened %.3f connections per send, want at least 1", got)
+			}
+		})
+	}
 }
 
 // checkRSS requires RSS figures for a result of an in-process bus.
@@ -173,6 +225,10 @@ func TestRunModes(t *testing.T) {
 		{"pipeline with floor", Config{Mode: ModePipeline, WithFloor: true}, 2, []string{"pipeline", "floor"}},
 		{"wake with floor", Config{Mode: ModeWake, WithFloor: true}, 3, []string{"wake", "floor"}},
 		{"bolt roundtrip with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true}, 3, []string{"roundtrip", "floor", "boltfloor"}},
+		{"agentsend with floor", Config{Mode: ModeAgentSend, KeepAlive: true, WithFloor: true}, 2, []string{"agentsend", "floor"}},
+		{"agentsend new connections", Config{Mode: ModeAgentSend, Senders: 2}, 1, []string{"agentsend"}},
+		{"roundtrip in rounds with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true, Rounds: 3}, 3, []string{"roundtrip", "floor", "boltfloor"}},
+		{"roundtrip through the proxy", Config{Mode: ModeRoundtrip, Latency: time.Millisecond, WithFloor: true}, 2, []string{"roundtrip", "floor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,12 +39,13 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	}
 	parked := r.rss()
 
-	t := newTally()
+	t := r.tally(string(ModeWake))
 	sends := NewRecorder(0) // how long the /send requests themselves took
 	// The waiter says when it is about to poll, which is also when it has
 	// finished with the previous message; the sender sends only then.
 	ready := make(chan struct{})
 	route := r.route("wake", 0)
+	dials := r.client.dials.Load()
 	elapsed, err := r.phase(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			r.wakeSender(ctx, t, sends, route, ready)
@@ -59,6 +60,7 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	res.Extra = []Field{
 		{"idle", strconv.Itoa(r.cfg.Idle)},
 		{"send_p50", formatMillis(sends.Summary().P50)},
+		dialsField(r.client.dials.Load()-dials, res.Ops),
 	}
 	if r.cfg.Idle > 0 && parked != 0 {
 		res.Extra = append(res.Extra, Field{"rss_parked", formatBytes(parked)})

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
@@ -36,6 +38,38 @@ const (
 	dialTimeout = 10 * time.Second
 )
 
+// Connection reuse of the default HTTP clients.
+const (
+	// IdleTimeout is how long the default clients keep an idle connection
+	// for the next request. It is well below the two minutes after which
+	// interlink-bus closes an idle connection, so that the client, not
+	// the bus, ends idle connections and a request does not meet a
+	// connection the bus is closing at that moment.
+	IdleTimeout = 90 * time.Second
+	// maxIdlePerHost is how many idle connections to one relay each
+	// default client keeps: sends, acknowledgements and presence updates
+	// rarely overlap, and a session polls one route per relay.
+	maxIdlePerHost = 4
+)
+
+// repeatable lists the requests that are sent once more, on a new
+// connection, when a reused connection turns out to be dead (see
+// [Client.do]). Each is safe to repeat:
+//
+//   - send: the relay may have stored the message before the connection
+//     died, so the repeat may store it twice; receivers drop the second
+//     copy, since the gate refuses a message whose sender and msg_id it has
+//     admitted already.
+//   - ack, unregister: removing what is gone already changes nothing.
+//   - announce: the relay replaces the entry with the same one.
+//   - recv, roster: reads; a message stays queued until acked.
+//
+// [Client.Health] is not tried again: it reports what one request saw.
+var repeatable = map[string]bool{
+	"send": true, "ack": true, "announce": true, "unregister": true,
+	"recv": true, "roster": true,
+}
+
 // Response body limits. A hostile relay could otherwise stream without end.
 const (
 	// recvLimit is twice the bus's request body limit, so any payload the
@@ -53,25 +87,49 @@ const (
 // Options holds the optional settings of [New]. A nil *Options, and every
 // zero field, means the default.
 type Options struct {
-	// HTTPClient makes the requests. Nil means a client that opens a new
-	// connection for every request (so no socket outlives a laptop's
-	// sleep), gives up connecting after 10 s, ignores proxy settings from
-	// the environment (relays sit on loopback or a private network), and
-	// does not follow redirects (a 3xx is a [*StatusError]). Its Timeout
-	// should be zero: each method sets its own deadline, and a long-poll
-	// runs for as long as the caller asks.
+	// HTTPClient makes the requests. Nil means two clients of the
+	// Client's own: one for long-polls ([Client.Recv]) and one for
+	// everything else, so that a parked poll never holds up a send. Both
+	// keep connections open for reuse for up to [IdleTimeout], give up
+	// connecting after 10 s, ignore proxy settings from the environment
+	// (relays sit on loopback or a private network), and do not follow
+	// redirects (a 3xx is a [*StatusError]).
+	//
+	// A kept connection may be dead by the time it is used again: the
+	// relay restarted, or a laptop slept and the network changed. Such a
+	// request is sent again once, on a new connection, when it is safe to
+	// repeat (all of this package's requests are). And when the wall clock
+	// shows that more than IdleTimeout passed since the last request,
+	// which is what a sleep looks like, the idle connections are closed
+	// before the next request rather than tried.
+	//
+	// A given client's Timeout should be zero: each method sets its own
+	// deadline, and a long-poll runs for as long as the caller asks.
 	HTTPClient *http.Client
+	// DialContext opens the connections of the default HTTP clients (it is
+	// not used with HTTPClient). Nil means a [net.Dialer] that gives up
+	// after 10 s. Load tests set it to count connections.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger receives debug events about roster entries that were skipped.
 	// Nil discards them.
 	Logger *slog.Logger
 }
 
-// Client talks to one relay. It holds no state beyond its settings and is
-// safe for concurrent use.
+// Client talks to one relay. It is safe for concurrent use.
 type Client struct {
 	base string
-	hc   *http.Client
+	hc   *http.Client // short requests
+	poll *http.Client // long-polls; the same as hc when the caller gave one
 	log  *slog.Logger
+
+	// own lists the transports the Client made, whose idle connections it
+	// closes after a gap; empty when the caller gave the HTTP client.
+	own []*http.Transport
+	// now is the wall clock, read to notice gaps such as a sleep.
+	now func() time.Time
+	// last is the wall time in Unix nanoseconds when the last request
+	// started.
+	last atomic.Int64
 }
 
 // New returns a client for the relay at baseURL, which should come from
@@ -83,10 +141,19 @@ func New(baseURL string, opts *Options) *Client {
 	c := &Client{
 		base: strings.TrimRight(baseURL, "/"),
 		hc:   opts.HTTPClient,
+		poll: opts.HTTPClient,
 		log:  opts.Logger,
+		now:  time.Now,
 	}
 	if c.hc == nil {
-		c.hc = defaultHTTPClient()
+		dial := opts.DialContext
+		if dial == nil {
+			dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+		}
+		var short, long *http.Transport
+		c.hc, short = defaultHTTPClient(dial)
+		c.poll, long = defaultHTTPClient(dial)
+		c.own = []*http.Transport{short, long}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -94,16 +161,40 @@ func New(baseURL string, opts *Options) *Client {
 	return c
 }
 
-func defaultHTTPClient() *http.Client {
+func defaultHTTPClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*http.Client, *http.Transport) {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         dial,
+		MaxIdleConns:        maxIdlePerHost,
+		MaxIdleConnsPerHost: maxIdlePerHost,
+		IdleConnTimeout:     IdleTimeout,
+		DisableCompression:  true,
+	}
 	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:             nil,
-			DialContext:       (&net.Dialer{Timeout: dialTimeout}).DialContext,
-			DisableKeepAlives: true,
-		},
+		Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
+	}, tr
+}
+
+// CloseIdleConnections closes the connections the Client keeps for reuse.
+// It does not touch a caller-supplied HTTP client's.
+func (c *Client) CloseIdleConnections() {
+	for _, tr := range c.own {
+		tr.CloseIdleConnections()
+	}
+}
+
+// noteUse records the start of a request and closes the idle connections
+// when more than [IdleTimeout] of wall-clock time passed since the last
+// one. The transports' own idle timers may not have run meanwhile: a
+// suspended machine's monotonic clock stands still.
+func (c *Client) noteUse() {
+	now := c.now().UnixNano()
+	last := c.last.Swap(now)
+	if last != 0 && time.Duration(now-last) > IdleTimeout {
+		c.CloseIdleConnections()
 	}
 }
 
@@ -238,23 +329,39 @@ func (c *Client) Roster(ctx context.Context) ([]json.RawMessage, error) {
 
 // do makes one request with its own timeout and returns the body of a 2xx
 // reply, read up to limit bytes. With limit 0 the body is drained up to
-// smallLimit and discarded, so a caller-supplied client can reuse the
-// connection. A non-2xx reply is a *StatusError.
+// smallLimit and discarded, so that the connection can be reused. A non-2xx
+// reply is a *StatusError. Long-polls (op "recv") go through the poll
+// client.
+//
+// When the request fails on a reused connection before any reply, and op
+// is [repeatable], it is sent once more: a kept connection that the relay
+// or the network dropped fails this way, and the second try dials a new
+// one. A failure on a new connection is returned as it is.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte, timeout time.Duration, limit int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	hc := c.hc
+	if op == "recv" {
+		hc = c.poll
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
+	c.noteUse()
+	var (
+		req  *http.Request
+		resp *http.Response
+		err  error
+	)
+	for try := 0; ; try++ {
+		var reused atomic.Bool
+		req, err = c.newRequest(ctx, method, path, body, &reused)
+		if err != nil {
+			return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
+		}
+		resp, err = hc.Do(req)
+		if err == nil || !reused.Load() || try > 0 || !repeatable[op] || ctx.Err() != nil {
+			break
+		}
+		c.log.Debug("relay connection was dead; trying a new one", "relay", c.base, "op", op, "err", err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
 	}
@@ -280,4 +387,22 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		return nil, fmt.Errorf("%w: %s from %s: over %d bytes", ErrTooLarge, op, c.base, limit)
 	}
 	return b, nil
+}
+
+// newRequest builds a request whose trace sets reused when it gets a
+// connection that served an earlier request.
+func (c *Client) newRequest(ctx context.Context, method, path string, body []byte, reused *atomic.Bool) (*http.Request, error) {
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused.Store(info.Reused) }}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, c.base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
 }

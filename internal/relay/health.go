@@ -52,6 +52,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	if err != nil {
 		return Health{}, fmt.Errorf("relay: health request failed: %w", err)
 	}
+	c.noteUse()
 	h := Health{Sent: time.Now()}
 	resp, err := c.hc.Do(req)
 	if err != nil {

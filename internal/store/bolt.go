@@ -33,44 +33,91 @@ const (
 	// lockTimeout is how long OpenBolt waits for the file lock before it
 	// gives up with ErrLocked.
 	lockTimeout = time.Second
-	// batchDelay is how long a batch of concurrent writes waits for more
-	// to join before it commits (bbolt's default is 10 ms). A commit costs
-	// two fsyncs; waiting about that long lets the next batch fill while the
-	// current one writes, without making a lone writer wait much.
-	batchDelay = 2 * time.Millisecond
 	// lockRetry is how often a lock held by another process is tried
 	// again, as bbolt does.
 	lockRetry = 50 * time.Millisecond
 )
 
 // Bolt is a [Store] kept in a bbolt database file, so queues and the
-// sequence survive restarts. Every write commits with fsync before it
-// returns: when [Bolt.Enqueue] returns without error, the entry is on disk.
+// sequence survive restarts.
 //
-// Enqueue is one transaction that takes the next sequence number, stores
-// the entry and drops the oldest entries of the route while it holds more
-// than the cap, so a crash never leaves a queue over the cap because of a
-// half-done send. A cap lowered between runs is enforced lazily: a queue
+// # Writes
+//
+// [Bolt.Enqueue] returns once the transaction holding its entry has
+// committed with fsync: when Enqueue returns without error, the entry is on
+// disk. An enqueue that finds no commit in progress writes its own
+// transaction at once. Enqueues that arrive while a commit is being written
+// go to a goroutine of the store, the writer, which puts all that wait into
+// the next transaction, so concurrent senders share the cost of the fsync
+// without any added delay. The writer also commits acknowledgements.
+//
+// An enqueue is part of one transaction that takes the next sequence number,
+// stores the entry and drops the oldest entries of the route while it holds
+// more than the cap, so a crash never leaves a queue over the cap because of
+// a half-done send. A cap lowered between runs is enforced lazily: a queue
 // keeps its excess until the next enqueue to it trims it.
 //
-// Enqueue and [Bolt.Delete] are write transactions. Writes that overlap,
-// enqueues and deletes alike, share transactions through [bolt.DB.Batch], and
-// with them the cost of the fsync; a lone write commits at once instead of
-// waiting for company. Either way the call returns only after the commit.
-// Peek reads in a read-only transaction and copies the entry out of it.
+// # Acknowledgements
 //
-// The number of entries per route is cached in memory, so enqueue and
-// [Bolt.Depth] need not count a queue. [OpenBolt] builds the cache with one
-// scan of every key, which makes opening linear in the number of stored
-// entries.
+// [Bolt.Delete] does not wait for a commit. It marks the entry acknowledged
+// in memory and returns; from then on [Bolt.Peek] skips the entry and
+// [Bolt.Depth] does not count it. The writer deletes every acknowledged
+// entry in its next transaction: the next enqueue's, or, when no enqueue
+// comes within [Options.AckDelay], one of their own. So a sequential
+// send, receive and acknowledge costs one commit per message, not two. A
+// crash loses at most the acknowledgements of the last AckDelay, whose
+// entries are delivered again after the restart; receivers drop those as
+// replays of messages they have. [Bolt.Close] commits the acknowledgements
+// still waiting.
+//
+// Acknowledged entries count for nothing: an enqueue deletes them before it
+// applies the cap, so they never make a full queue drop an unacknowledged
+// entry, and a drop is reported only for entries nobody acknowledged.
+//
+// # Reads
+//
+// Peek reads in a read-only transaction and copies the entry out of it. The
+// number of entries per route is cached in memory, so enqueue and Depth
+// need not count a queue. [OpenBolt] builds the cache with one scan of every
+// key, which makes opening linear in the number of stored entries.
 type Bolt struct {
-	db     *bolt.DB     // fixed at open
-	path   string       // fixed at open
-	cap    int          // fixed at open
-	log    *slog.Logger // fixed at open
-	counts *routeCounts // has its own lock
+	db       *bolt.DB      // fixed at open
+	path     string        // fixed at open
+	cap      int           // fixed at open
+	log      *slog.Logger  // fixed at open
+	ackDelay time.Duration // fixed at open
 	// observe is Options.ObserveCommit; fixed at open, may be nil.
 	observe func(time.Duration)
+
+	// The bounds of the acknowledgements waiting, fixed at open (tests
+	// lower them before first use): see defaultMaxAcked and
+	// defaultAckFlushAt.
+	maxAcked, ackFlushAt int
+
+	// mu orders what readers see against the writer's commits. Peek and
+	// Depth hold it for reading; Delete, and the writer when it applies a
+	// commit, hold it for writing.
+	mu     sync.RWMutex
+	counts *routeCounts        // committed counts; see routeCounts for its locking
+	acked  map[string]struct{} // guarded by mu; keys acknowledged and stored, whose delete is not committed
+	ackedN map[string]int      // guarded by mu; the number of acked keys per route; no zero entries
+
+	// wmu is held by whoever writes a transaction: the writer goroutine,
+	// or an Enqueue that found no commit in progress and writes its own
+	// (see enqueueInline). The counts' delta belongs to its holder.
+	wmu sync.Mutex
+	// stopping is set by Close before it stops the writer; an Enqueue
+	// that sees it returns ErrClosed rather than write.
+	stopping atomic.Bool
+
+	// The writer's inbox. writes is unbuffered: an enqueue blocks until the
+	// writer takes it, or gives up when stop is closed.
+	writes     chan *writeReq
+	kick       chan struct{}   // capacity 1: acknowledgements are waiting
+	armed      atomic.Bool     // the writer's timer for acknowledgements runs
+	flushes    chan chan error // requests to commit the acknowledgements now
+	stop       chan struct{}   // closed by Close
+	writerDone chan struct{}   // closed when the writer has returned
 
 	// failed is closed, and failure set, when an operation finds the file
 	// damaged; every operation after that returns failure.
@@ -78,13 +125,7 @@ type Bolt struct {
 	failure  atomic.Pointer[CorruptError]
 	failOnce sync.Once
 
-	closed   atomic.Bool
-	inflight atomic.Int64 // writes in progress; more than one means use Batch
-
-	// alwaysBatch makes every write go through Batch; tests set it to
-	// exercise batches, benchmarks to compare with the lone-write
-	// shortcut. Set only before first use.
-	alwaysBatch bool
+	closed atomic.Bool
 }
 
 var _ Store = (*Bolt)(nil)
@@ -121,9 +162,8 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = batchDelay
-
-	s := &Bolt{db: db, path: path, cap: opts.capacity(), log: log, failed: make(chan struct{})}
+	s := &Bolt{db: db, path: path, cap: opts.capacity(), log: log, ackDelay: opts.ackDelay(),
+		failed: make(chan struct{})}
 	if opts != nil {
 		s.observe = opts.ObserveCommit
 	}
@@ -141,6 +181,7 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s.counts = newRouteCounts(counts)
+	s.startWriter()
 	s.log.Debug("store opened", "db", path, "routes", len(counts), "entries", entries,
 		"elapsed", time.Since(start))
 	return s, nil
@@ -314,44 +355,49 @@ func writeNextSeq(meta *bolt.Bucket, seq uint64) error {
 	return meta.Put(keyNextSeq, binary.BigEndian.AppendUint64(nil, seq))
 }
 
-// Enqueue implements [Store.Enqueue].
+// Enqueue implements [Store.Enqueue]. It returns once the entry is
+// committed to disk.
 func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err error) {
 	if err := s.usable(); err != nil {
 		return "", 0, err
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.guard("enqueue", &err)
-	// The function may run more than once (Batch retries); only the run in
-	// the transaction that committed sets the results we return.
-	err = s.update(func(tx *bolt.Tx) error {
-		var err error
-		key, dropped, err = s.enqueueTx(tx, route, value)
-		return err
-	})
-	if err != nil {
-		return "", 0, s.wrap("enqueue", err)
+	r := &writeReq{route: route, value: value, done: make(chan struct{})}
+	if s.stopping.Load() {
+		return "", 0, ErrClosed
 	}
-	return key, dropped, nil
+	if !s.enqueueInline(r) {
+		select {
+		case s.writes <- r:
+		case <-s.stop:
+			return "", 0, ErrClosed
+		}
+	}
+	<-r.done
+	if r.err != nil {
+		return "", 0, r.err
+	}
+	return r.key, r.dropped, nil
 }
 
-func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, int, error) {
-	s.counts.begin(tx)
+// enqueueTx stores value as the newest entry of route in tx and trims the
+// route to the cap. It returns the new key and the keys it dropped.
+func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, []string, error) {
 	meta, msgs := tx.Bucket(bucketMeta), tx.Bucket(bucketMessages)
 	seq, err := readNextSeq(meta)
 	if err != nil {
-		return "", 0, err
+		return "", nil, err
 	}
 	if err := writeNextSeq(meta, seq+1); err != nil {
-		return "", 0, err
+		return "", nil, err
 	}
 	key := Key(route, seq)
 	kb := []byte(key)
 	if err := msgs.Put(kb, value); err != nil {
-		return "", 0, err
+		return "", nil, err
 	}
 	before := s.counts.inTx(route)
 	after := before + 1
-	dropped := 0
+	var dropped []string
 	if after > s.cap {
 		c := msgs.Cursor()
 		prefix := []byte(RoutePrefix(route))
@@ -365,11 +411,11 @@ func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, int, 
 				after = 1
 				break
 			}
+			dropped = append(dropped, string(k))
 			if err := c.Delete(); err != nil {
-				return "", 0, err
+				return "", nil, err
 			}
 			after--
-			dropped++
 		}
 	}
 	s.counts.add(route, after-before)
@@ -389,18 +435,36 @@ func first(c *bolt.Cursor, prefix []byte) (key, value []byte) {
 	return nil, nil
 }
 
-// Peek implements [Store.Peek]. The returned entry is copied out of the
-// read transaction.
+// Peek implements [Store.Peek]: the oldest entry of route that is not
+// acknowledged. The returned entry is copied out of the read transaction.
 func (s *Bolt) Peek(route string) (e Entry, ok bool, err error) {
 	if err := s.usable(); err != nil {
 		return Entry{}, false, err
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer s.guard("peek", &err)
+	// Holding mu across the transaction keeps the writer from forgetting
+	// an acknowledged key between the moment the transaction starts (and
+	// may still see the entry) and the moment the key is looked up: the
+	// writer forgets a key only after the commit that deleted it, and only
+	// with mu held for writing.
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	skip := s.ackedN[route] > 0
 	err = s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketMessages).Cursor()
-		if k, v := first(c, []byte(RoutePrefix(route))); k != nil {
+		prefix := []byte(RoutePrefix(route))
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(k) != len(prefix)+seqDigits {
+				continue
+			}
+			if skip {
+				if _, acked := s.acked[string(k)]; acked {
+					continue
+				}
+			}
 			e, ok = Entry{Key: string(k), Value: bytes.Clone(v)}, true
+			return nil
 		}
 		return nil
 	})
@@ -410,100 +474,101 @@ func (s *Bolt) Peek(route string) (e Entry, ok bool, err error) {
 	return e, ok, nil
 }
 
-// Delete implements [Store.Delete]. It returns once the deletion is on
-// disk. Deleting a key that is not stored changes nothing; when no other
-// write is in progress it also commits nothing.
+// Delete implements [Store.Delete]. It returns before the deletion is
+// committed: the entry is marked acknowledged at once, so Peek and Depth
+// no longer see it, and the writer deletes it with its next commit (see
+// [Bolt]). Deleting a key that is not stored, or again, changes nothing.
 func (s *Bolt) Delete(key string) (err error) {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.guard("delete", &err)
 	route, _, ok := splitKey(key)
 	if !ok {
 		return nil
 	}
-	kb := []byte(key)
-	err = s.update(func(tx *bolt.Tx) error {
-		s.counts.begin(tx)
-		c := tx.Bucket(bucketMessages).Cursor()
-		if k, _ := c.Seek(kb); !bytes.Equal(k, kb) {
-			return errNoChange
-		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-		s.counts.add(route, -1)
-		return nil
-	})
+	n, err := s.markAcked(key, route)
 	if err != nil {
 		return s.wrap("delete", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	// While the writer's timer runs it needs no word; it is cleared
+	// before the writer looks for acknowledgements once more, so none is
+	// left waiting unseen.
+	if !s.armed.Load() || n >= s.ackFlushAt {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	if n >= s.maxAcked {
+		// Too many waiting: commit them before answering, which
+		// bounds the memory acknowledgements take.
+		return s.flush()
 	}
 	return nil
 }
 
-// errNoChange is what a write function returns when it found nothing to
-// change; see [Bolt.update].
-var errNoChange = errors.New("no change")
-
-// update runs fn in a write transaction and returns once that transaction
-// has committed. If no other write is in progress, fn gets a transaction of
-// its own ([bolt.DB.Update]), so a lone write does not wait for company.
-// Otherwise it joins a [bolt.DB.Batch] and shares the commit, and its fsync,
-// with the writes that overlap it. In a batch fn may run more than once,
-// each earlier run rolled back, so it must set its results on every run and
-// call routeCounts.begin, as every write function must.
-//
-// fn returns errNoChange when it has nothing to write. On its own, the
-// transaction then rolls back, which saves the fsync. In a batch the
-// function counts as done, so the others' changes still commit; any other
-// error would make bbolt roll the batch back and run the rest again. update
-// reports errNoChange as nil.
-func (s *Bolt) update(fn func(*bolt.Tx) error) error {
-	var err error
-	start := time.Now()
-	if s.inflight.Add(1) > 1 || s.alwaysBatch {
-		err = s.db.Batch(func(tx *bolt.Tx) (err error) {
-			// A batch may run in a goroutine of bbolt's, where a panic
-			// would end the process; the caller's own guard does not
-			// reach it.
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			defer func() {
-				if r := recover(); r != nil {
-					err = &CorruptError{Path: s.path, Detail: fmt.Sprintf("a write failed: %v", r)}
-				}
-			}()
-			if err := fn(tx); err != errNoChange {
-				return err
-			}
-			return nil
-		})
-	} else {
-		err = s.db.Update(fn)
+// markAcked records key, of route, as acknowledged if it is stored and not
+// acknowledged yet. It returns the number of acknowledged keys then waiting,
+// or 0 when it recorded nothing.
+func (s *Bolt) markAcked(key, route string) (n int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.guard("delete", &err)
+	// The lookup and the record happen under mu, so the writer cannot
+	// apply a commit in between. A commit that dropped the key and is not
+	// applied yet is noticed when it is: see Bolt.apply.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.acked[key]; dup {
+		return 0, nil
 	}
-	s.inflight.Add(-1)
-	if err == errNoChange {
+	var stored bool
+	err = s.db.View(func(tx *bolt.Tx) error {
+		stored = tx.Bucket(bucketMessages).Get([]byte(key)) != nil
 		return nil
+	})
+	if err != nil || !stored {
+		return 0, err
 	}
-	if err == nil && s.observe != nil {
-		s.observe(time.Since(start))
-	}
-	return err
+	s.acked[key] = struct{}{}
+	s.ackedN[route]++
+	return len(s.acked), nil
 }
 
-// Depth implements [Store.Depth] from the cached counts.
+// Depth implements [Store.Depth] from the cached counts, less the
+// acknowledged entries whose delete is not committed yet.
 func (s *Bolt) Depth(route string) (int, error) {
 	if err := s.usable(); err != nil {
 		return 0, err
 	}
-	return s.counts.depth(route), nil
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.counts.depth(route) - s.ackedN[route], nil
 }
 
-// Close implements [Store.Close]: it waits for transactions in progress and
-// closes the file, releasing its lock. Calling it again returns [ErrClosed].
+// Close implements [Store.Close]: it waits for the writes in progress,
+// commits the acknowledgements still waiting, and closes the file,
+// releasing its lock. Calling it again returns [ErrClosed].
+//
+// A store found damaged (see [Bolt.Failed]) is not closed: after a panic in
+// bbolt its locks may still be held, and closing could hang. Close then
+// returns the failure, and the file and its lock stay open until the
+// process ends.
 func (s *Bolt) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
+	}
+	s.stopping.Store(true)
+	close(s.stop)
+	<-s.writerDone
+	// An inline enqueue that began before stopping was set may still be
+	// writing; the lock waits for it.
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if ce := s.failure.Load(); ce != nil {
+		return ce
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)

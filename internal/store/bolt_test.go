@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,10 +256,11 @@ func TestBoltCountsRebuiltAtOpen(t *testing.T) {
 	}
 }
 
-// Enqueues that share a Batch transaction with a failing one are re-run in
-// a new transaction; the counts and the dropped numbers they report must
-// come from the transaction that committed.
-func TestBoltConcurrentBatchCounts(t *testing.T) {
+// Concurrent enqueues share commits, and an enqueue that fails in a shared
+// transaction makes the others run again on their own. The counts and the
+// dropped numbers they report must come from the transactions that
+// committed.
+func TestBoltConcurrentEnqueuesKeepCountsWhenOneFails(t *testing.T) {
 	t.Parallel()
 	const (
 		capacity   = 8
@@ -268,9 +268,8 @@ func TestBoltConcurrentBatchCounts(t *testing.T) {
 		each       = 40
 	)
 	s := openBolt(t, newBoltPath(t), &Options{Cap: capacity})
-	s.alwaysBatch = true
 	// bbolt refuses keys over 32 KiB, so an enqueue to this route fails
-	// inside its batch and makes bbolt retry the rest of the batch.
+	// inside the transaction it shares.
 	badRoute := strings.Repeat("x", bolt.MaxKeySize)
 
 	routes := []string{"A#s", "B#s", "C#s"}
@@ -314,136 +313,90 @@ func TestBoltConcurrentBatchCounts(t *testing.T) {
 	}
 }
 
-// Deletes that race enqueues share transactions with them, including
-// batches that bbolt rolls back and runs again because one enqueue in them
-// fails. Some deletes find their key gone (acked twice, or trimmed by the
-// cap). The cached counts must still equal a scan, and every key whose
-// delete returned must be gone from the file.
-func TestBoltConcurrentDeleteCounts(t *testing.T) {
+// Deletes that race enqueues (some of which fail) are acknowledged at once
+// and committed with later writes. Some deletes find their key gone (acked
+// twice, or trimmed by the cap). The cached counts must still equal a scan,
+// Depth must equal the scan less the acknowledged entries, and once the
+// acknowledgements are committed every key whose delete returned must be
+// gone from the file.
+func TestBoltConcurrentDeletesKeepCounts(t *testing.T) {
 	t.Parallel()
-	for _, alwaysBatch := range []bool{true, false} {
-		t.Run(fmt.Sprintf("alwaysBatch=%v", alwaysBatch), func(t *testing.T) {
-			t.Parallel()
-			const (
-				capacity   = 8
-				goroutines = 24
-				each       = 60
-			)
-			s := openBolt(t, newBoltPath(t), &Options{Cap: capacity})
-			s.alwaysBatch = alwaysBatch
-			badRoute := strings.Repeat("x", bolt.MaxKeySize)
-			routes := []string{"A#s", "B#s", "C#s"}
+	const (
+		capacity   = 8
+		goroutines = 24
+		each       = 60
+	)
+	s := openBolt(t, newBoltPath(t), &Options{Cap: capacity, AckDelay: time.Millisecond})
+	badRoute := strings.Repeat("x", bolt.MaxKeySize)
+	routes := []string{"A#s", "B#s", "C#s"}
 
-			var mu sync.Mutex
-			var deleted []string
-			var wg sync.WaitGroup
-			for g := range goroutines {
-				wg.Go(func() {
-					for i := range each {
-						r := routes[(g+i)%len(routes)]
-						switch (g + i) % 6 {
-						case 0:
-							if _, _, err := s.Enqueue(badRoute, []byte("x")); err == nil {
-								t.Error("Enqueue with an oversized key succeeded")
-							}
-						case 1, 2:
-							if _, _, err := s.Enqueue(r, []byte("v")); err != nil {
-								t.Error(err)
-							}
-						case 3, 4:
-							e, ok, err := s.Peek(r)
-							if err != nil {
-								t.Error(err)
-							}
-							if !ok {
-								continue
-							}
-							// Half the time ack twice, as a receiver
-							// retrying its ack would.
-							for range 1 + i%2 {
-								if err := s.Delete(e.Key); err != nil {
-									t.Error(err)
-								}
-							}
-							mu.Lock()
-							deleted = append(deleted, e.Key)
-							mu.Unlock()
-						case 5:
-							if err := s.Delete(Key(r, 1<<40+uint64(g*each+i))); err != nil {
-								t.Error(err)
-							}
+	var mu sync.Mutex
+	var deleted []string
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				r := routes[(g+i)%len(routes)]
+				switch (g + i) % 6 {
+				case 0:
+					if _, _, err := s.Enqueue(badRoute, []byte("x")); err == nil {
+						t.Error("Enqueue with an oversized key succeeded")
+					}
+				case 1, 2:
+					if _, _, err := s.Enqueue(r, []byte("v")); err != nil {
+						t.Error(err)
+					}
+				case 3, 4:
+					e, ok, err := s.Peek(r)
+					if err != nil {
+						t.Error(err)
+					}
+					if !ok {
+						continue
+					}
+					// Half the time ack twice, as a receiver
+					// retrying its ack would.
+					for range 1 + i%2 {
+						if err := s.Delete(e.Key); err != nil {
+							t.Error(err)
 						}
 					}
-				})
-			}
-			wg.Wait()
-			if err := s.check(); err != nil {
-				t.Fatal(err)
-			}
-			err := s.db.View(func(tx *bolt.Tx) error {
-				msgs := tx.Bucket(bucketMessages)
-				for _, k := range deleted {
-					if msgs.Get([]byte(k)) != nil {
-						t.Errorf("deleted key %q is still stored", k)
+					mu.Lock()
+					deleted = append(deleted, e.Key)
+					mu.Unlock()
+				case 5:
+					if err := s.Delete(Key(r, 1<<40+uint64(g*each+i))); err != nil {
+						t.Error(err)
 					}
 				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(deleted) == 0 {
-				t.Fatal("no delete found an entry; the test exercised nothing")
-			}
-		})
-	}
-}
-
-// A delete that finds nothing to remove does not spoil the batch it shares:
-// the functions before it in the batch run once and commit with it.
-func TestBoltBatchDeleteAbsent(t *testing.T) {
-	t.Parallel()
-	s := openBolt(t, newBoltPath(t), nil)
-	s.alwaysBatch = true
-	present, _ := enqueue(t, s, "K#s", "x")
-	// Hold the batch open until all three writes below have joined it.
-	s.db.MaxBatchSize = 3
-	s.db.MaxBatchDelay = 10 * time.Second
-	startID := txID(t, s)
-
-	var runs atomic.Int32
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		err := s.update(func(tx *bolt.Tx) error {
-			s.counts.begin(tx)
-			runs.Add(1)
-			return nil
-		})
-		if err != nil {
-			t.Error(err)
-		}
-	})
-	// Let that write join first, so a failing delete after it would make
-	// bbolt run it again.
-	for s.inflight.Load() == 0 {
-		runtime.Gosched()
-	}
-	time.Sleep(10 * time.Millisecond)
-	for _, k := range []string{Key("K#s", 12345), present} {
-		wg.Go(func() {
-			if err := s.Delete(k); err != nil {
-				t.Errorf("Delete(%q): %v", k, err)
 			}
 		})
 	}
 	wg.Wait()
-	if n := runs.Load(); n != 1 {
-		t.Errorf("a function sharing the batch ran %d times, want 1", n)
+	if err := s.check(); err != nil {
+		t.Fatal(err)
 	}
-	if n := txID(t, s) - startID; n != 1 {
-		t.Errorf("the batch took %d commits, want 1", n)
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
 	}
-	wantEmpty(t, s, "K#s")
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		msgs := tx.Bucket(bucketMessages)
+		for _, k := range deleted {
+			if msgs.Get([]byte(k)) != nil {
+				t.Errorf("deleted key %q is still stored", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) == 0 {
+		t.Fatal("no delete found an entry; the test exercised nothing")
+	}
 }
 
 // txID returns the ID of the last committed write transaction.
@@ -586,5 +539,38 @@ func TestBoltFileCutShortWhileOpen(t *testing.T) {
 	}
 	if _, err := s.Depth("K#s1"); err != s.Err() {
 		t.Errorf("Depth after the failure: %v, want the same error", err)
+	}
+}
+
+// A write into a file cut short while the store runs fails with a
+// CorruptError instead of crashing, and Close then returns that failure
+// without touching bbolt, whose locks the failed write may have left held.
+func TestBoltWriteToFileCutShortFailsAndCloses(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows cannot shorten a file that is mapped")
+	}
+	t.Parallel()
+	path := newBoltPath(t)
+	s, err := OpenBolt(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		enqueue(t, s, fmt.Sprintf("K#s%d", i), strings.Repeat("x", 500))
+	}
+	if err := os.Truncate(path, int64(2*s.db.Info().PageSize)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.Enqueue("K#s150", []byte("y"))
+	if _, ok := errors.AsType[*CorruptError](err); !ok {
+		t.Fatalf("Enqueue into a cut file: %v, want a *CorruptError", err)
+	}
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed is still open")
+	}
+	if err := s.Close(); err != s.Err() {
+		t.Fatalf("Close after the failure: %v, want the failure %v", err, s.Err())
 	}
 }

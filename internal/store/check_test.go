@@ -106,20 +106,31 @@ func (m *Memory) check() error {
 	return nil
 }
 
-// check verifies, by a full scan, that every key is well formed and below
-// next_seq and that the cached counts equal the counted keys. The cap is not
-// checked: a cap lowered since the entries were stored is enforced lazily.
+// check commits the acknowledgements waiting, then verifies, by a full scan,
+// that every key is well formed and below next_seq and that the cached
+// counts equal the counted keys. The cap is not checked: a cap lowered since
+// the entries were stored is enforced lazily. Nothing may write while it
+// runs.
 func (s *Bolt) check() error {
-	if s.closed.Load() {
+	if s.closed.Load() || s.failure.Load() != nil {
 		return nil
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	waiting := len(s.acked) + len(s.ackedN)
+	s.mu.RUnlock()
+	if waiting != 0 {
+		return fmt.Errorf("acknowledgements still waiting after a flush")
 	}
 	scanned, err := s.scanCounts()
 	if err != nil {
 		return err
 	}
-	s.counts.mu.Lock()
+	s.mu.RLock()
 	cached := maps.Clone(s.counts.committed)
-	s.counts.mu.Unlock()
+	s.mu.RUnlock()
 	if !maps.Equal(scanned, cached) {
 		return fmt.Errorf("cached counts differ from the data (-scanned +cached):\n%s", cmp.Diff(scanned, cached))
 	}

@@ -1,71 +1,41 @@
 package store
 
-import (
-	"sync"
-
-	bolt "go.etcd.io/bbolt"
-)
-
 // routeCounts caches how many entries each route has in the messages bucket,
-// so that enqueue can enforce the cap without walking the queue.
+// so that enqueue can enforce the cap without walking the queue and
+// [Bolt.Depth] need not count one.
 //
-// The cache must agree with the data both inside a write transaction (the cap
-// decision reads it) and outside one (Depth reads it), while write
-// transactions may roll back: [bolt.DB.Batch] rolls back a whole batch when
-// one of its functions fails and re-runs the others in a new transaction.
-// So changes made inside a write transaction go to delta, tagged with that
-// transaction, and reach committed only once the transaction is known to
-// have committed:
-//
-//   - by the OnCommit hook, which runs after bbolt releases its writer lock,
-//     so the next write transaction may start before it, or
-//   - by the next write transaction, in begin. bbolt runs one write
-//     transaction at a time and each commit raises the transaction ID by
-//     one, so if the next transaction's ID is higher, the tagged one
-//     committed; if it is the same, the tagged one rolled back and delta is
-//     thrown away.
-//
-// This works only if every write transaction on the database calls begin
-// first, including ones that change no count.
+// Only the writer goroutine of a [Bolt] changes the counts, and it runs one
+// write transaction at a time: changes made inside a transaction go to
+// delta, which apply merges into committed once the transaction has
+// committed and discard throws away when it rolled back. committed is
+// written only under the Bolt's mu (held for writing) and read by others
+// under it (held for reading); the writer, being the only writer, reads it
+// without the lock.
 type routeCounts struct {
-	mu        sync.Mutex
-	committed map[string]int // guarded by mu; counts as of the last commit applied; no zero entries
-	tx        *bolt.Tx       // guarded by mu; the write transaction delta belongs to, or nil
-	txid      int            // guarded by mu; tx.ID()
-	delta     map[string]int // guarded by mu; changes made by tx
+	committed map[string]int // counts as of the last commit applied; no zero entries
+	delta     map[string]int // changes made by the writer's current transaction
 }
 
 func newRouteCounts(committed map[string]int) *routeCounts {
 	return &routeCounts{committed: committed, delta: make(map[string]int)}
 }
 
-// begin prepares the counts for use inside the write transaction tx. It is
-// cheap to call again for the same transaction, as each function of a batch
-// does.
-func (c *routeCounts) begin(tx *bolt.Tx) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tx == tx {
-		return
-	}
-	if c.tx != nil && c.txid < tx.ID() {
-		c.applyLocked()
-	}
-	clear(c.delta)
-	c.tx, c.txid = tx, tx.ID()
-	tx.OnCommit(func() { c.commit(tx) })
+// inTx returns route's count as seen by the writer's current transaction.
+func (c *routeCounts) inTx(route string) int {
+	return c.committed[route] + c.delta[route]
 }
 
-// commit applies the changes of tx unless they were applied already.
-func (c *routeCounts) commit(tx *bolt.Tx) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tx == tx {
-		c.applyLocked()
+// add records a change of route's count in the writer's current
+// transaction.
+func (c *routeCounts) add(route string, d int) {
+	if d != 0 {
+		c.delta[route] += d
 	}
 }
 
-func (c *routeCounts) applyLocked() {
+// apply merges the changes of a committed transaction. The caller holds the
+// Bolt's mu for writing.
+func (c *routeCounts) apply() {
 	for route, d := range c.delta {
 		if n := c.committed[route] + d; n > 0 {
 			c.committed[route] = n
@@ -74,30 +44,10 @@ func (c *routeCounts) applyLocked() {
 		}
 	}
 	clear(c.delta)
-	c.tx = nil
 }
 
-// inTx returns route's count as seen by the current write transaction.
-// The caller must have called begin for it.
-func (c *routeCounts) inTx(route string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.committed[route] + c.delta[route]
-}
+// discard throws away the changes of a transaction that rolled back.
+func (c *routeCounts) discard() { clear(c.delta) }
 
-// add records a change of route's count in the current write transaction.
-func (c *routeCounts) add(route string, d int) {
-	if d == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.delta[route] += d
-}
-
-// depth returns route's committed count.
-func (c *routeCounts) depth(route string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.committed[route]
-}
+// depth returns route's committed count. The caller holds the Bolt's mu.
+func (c *routeCounts) depth(route string) int { return c.committed[route] }

@@ -47,7 +47,9 @@ func NATSSubjects(stream string) string {
 // is subject, and false when [NATSSubject] makes no such subject.
 func NATSRoute(stream, subject string) (string, bool) {
 	token, ok := strings.CutPrefix(subject, natsSubjectRoot+stream+".r")
-	if !ok {
+	// The decoder skips carriage returns and line feeds even when
+	// strict, which would give one route a second subject.
+	if !ok || strings.ContainsAny(token, "\r\n") {
 		return "", false
 	}
 	route, err := routeEncoding.DecodeString(token)

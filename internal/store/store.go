@@ -94,6 +94,25 @@ type Options struct {
 	// from its start to its commit on disk, batching included. Other
 	// stores do not call it. It must return quickly.
 	ObserveCommit func(time.Duration)
+	// AckDelay is how long [Bolt] lets acknowledged deletes wait for an
+	// enqueue to share its commit before it commits them on their own; a
+	// crash can undo the acknowledgements of about this long. Zero means
+	// [DefaultAckDelay]; a negative value commits them as soon as the
+	// writer is free. The other stores ignore it.
+	AckDelay time.Duration
+}
+
+// DefaultAckDelay is the default of [Options.AckDelay].
+const DefaultAckDelay = 100 * time.Millisecond
+
+func (o *Options) ackDelay() time.Duration {
+	switch {
+	case o == nil || o.AckDelay == 0:
+		return DefaultAckDelay
+	case o.AckDelay < 0:
+		return 0
+	}
+	return o.AckDelay
 }
 
 func (o *Options) capacity() int {
@@ -137,8 +156,10 @@ type Store interface {
 	// Peek returns the oldest entry of route's queue without removing it,
 	// and false when the queue is empty.
 	Peek(route string) (Entry, bool, error)
-	// Delete removes the entry with exactly this key. Deleting a key that
-	// is not there is not an error.
+	// Delete removes the entry with exactly this key: once it returns,
+	// Peek and Depth no longer see it. Deleting a key that is not there is
+	// not an error. [Bolt] may commit the deletion to disk after it
+	// returns; see its documentation.
 	Delete(key string) error
 	// Depth returns the number of entries in route's queue.
 	Depth(route string) (int, error)
@@ -149,7 +170,17 @@ type Store interface {
 
 // Key returns the storage key of sequence number seq in route's queue.
 func Key(route string, seq uint64) string {
-	return fmt.Sprintf("%s\x00%020d", route, seq)
+	var b strings.Builder
+	b.Grow(len(route) + 1 + seqDigits)
+	b.WriteString(route)
+	b.WriteByte(0)
+	var digits [seqDigits]byte
+	for i := seqDigits - 1; i >= 0; i-- {
+		digits[i] = byte('0' + seq%10)
+		seq /= 10
+	}
+	b.Write(digits[:])
+	return b.String()
 }
 
 // RoutePrefix returns the prefix every key of route's queue starts with.

@@ -27,24 +27,22 @@ func (s *Memory) Totals() (routes, entries int, err error) {
 	return len(s.queues), entries, nil
 }
 
-// Totals implements [Totaler] from the committed per-route counts.
+// Totals implements [Totaler] from the committed per-route counts, less
+// the acknowledged entries whose delete is not committed yet, as
+// [Bolt.Depth] counts them.
 func (s *Bolt) Totals() (routes, entries int, err error) {
-	if s.closed.Load() {
-		return 0, 0, ErrClosed
+	if err := s.usable(); err != nil {
+		return 0, 0, err
 	}
-	routes, entries = s.counts.totals()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for route, n := range s.counts.committed {
+		if n -= s.ackedN[route]; n > 0 {
+			routes++
+			entries += n
+		}
+	}
 	return routes, entries, nil
-}
-
-// totals returns the number of routes with a committed count and the sum
-// of their counts.
-func (c *routeCounts) totals() (routes, entries int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, n := range c.committed {
-		entries += n
-	}
-	return len(c.committed), entries
 }
 
 // Totals implements [Totaler] with one stream-info request.
