@@ -126,8 +126,9 @@ type NATS struct {
 	log     *slog.Logger        // fixed at open
 
 	closed atomic.Bool
-	turns  routeTurns // has its own lock
-	peeked seqRoutes  // has its own lock
+	turns  routeTurns  // has its own lock
+	peeked seqRoutes   // has its own lock
+	bg     natsWatches // has its own lock; see natswatch.go
 }
 
 var _ Store = (*NATS)(nil)
@@ -153,6 +154,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		timeout: opts.timeout(),
 		log:     base.logger(),
 	}
+	s.bg.init()
 	where := redact(serverURL)
 	conn := []nats.Option{
 		nats.Timeout(s.timeout),
@@ -168,6 +170,8 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
+			// Hints of messages stored meanwhile may be late.
+			s.bg.notifyLost()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("NATS error", "err", err)
@@ -178,6 +182,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	}
 	nc, err := nats.Connect(serverURL, conn...)
 	if err != nil {
+		s.bg.end()
 		if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || isNetError(err) {
 			return nil, fmt.Errorf("%w at %s (%v): check the URL and that nats-server is running and reachable", ErrUnreachable, where, err)
 		}
@@ -185,6 +190,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	}
 	s.nc = nc
 	if err := s.open(base, replicas, opts); err != nil {
+		s.bg.end()
 		nc.Close()
 		return nil, err
 	}
@@ -396,13 +402,15 @@ func (s *NATS) Depth(route string) (int, error) {
 	return n, nil
 }
 
-// Close implements [Store.Close]: it closes the connection, which fails
-// requests still waiting for an answer with [ErrClosed]. The stream and its
-// messages stay on the server. Calling Close again returns [ErrClosed].
+// Close implements [Store.Close]: it ends every watch ([NATS.Watch]) and
+// closes the connection, which fails requests still waiting for an answer
+// with [ErrClosed]. The stream and its messages stay on the server.
+// Calling Close again returns [ErrClosed].
 func (s *NATS) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
+	s.bg.stop()
 	s.nc.Close()
 	return nil
 }
