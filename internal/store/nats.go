@@ -170,8 +170,8 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
-			// Hints of messages stored meanwhile may be late.
-			s.bg.notifyLost()
+			// Watches catch up with what they may have missed.
+			s.bg.reconnected()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("NATS error", "err", err)

@@ -123,6 +123,9 @@ type StreamConfigError struct {
 	// Overlap is the server's description of the subject overlap, when
 	// that is the problem.
 	Overlap string
+	// Hint, when set, replaces the advice at the end of the message,
+	// which otherwise speaks of the queue stream.
+	Hint string
 }
 
 func (e *StreamConfigError) Error() string {
@@ -137,6 +140,10 @@ func (e *StreamConfigError) Error() string {
 			b.WriteString(";")
 		}
 		fmt.Fprintf(&b, " %s is %s, want %s", m.Field, m.Have, m.Want)
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "; configure the store to match (queue cap = max_msgs_per_subject, replicas = num_replicas), "+
 		"use another stream name, or edit the stream (nats stream edit %s) or remove it (nats stream rm %s, "+

@@ -68,28 +68,29 @@ type natsWatches struct {
 	end  context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu   sync.Mutex
-	lost map[uint64]func() // guarded by mu; the lost callback of each running watch
-	next uint64            // guarded by mu; the id of the next watch
+	mu     sync.Mutex
+	onBack map[uint64]func() // guarded by mu; what each running watch does when the connection is back
+	next   uint64            // guarded by mu; the id of the next watch
 }
 
 func (w *natsWatches) init() {
 	w.life, w.end = context.WithCancel(context.Background())
-	w.lost = make(map[uint64]func())
+	w.onBack = make(map[uint64]func())
 }
 
-// running records that a watch runs and returns the function that
-// records its end.
-func (w *natsWatches) running(lost func()) (ended func()) {
+// running records that a watch runs, to be told through onBack each time
+// the connection comes back, and returns the function that records its
+// end.
+func (w *natsWatches) running(onBack func()) (ended func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	id := w.next
 	w.next++
-	w.lost[id] = lost
+	w.onBack[id] = onBack
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		delete(w.lost, id)
+		delete(w.onBack, id)
 	}
 }
 
@@ -99,11 +100,11 @@ func (w *natsWatches) stop() {
 	w.wg.Wait()
 }
 
-// notifyLost calls the lost callback of every running watch.
-func (w *natsWatches) notifyLost() {
+// reconnected tells every running watch that the connection is back.
+func (w *natsWatches) reconnected() {
 	w.mu.Lock()
-	fns := make([]func(), 0, len(w.lost))
-	for _, fn := range w.lost {
+	fns := make([]func(), 0, len(w.onBack))
+	for _, fn := range w.onBack {
 		fns = append(fns, fn)
 	}
 	w.mu.Unlock()
@@ -146,8 +147,8 @@ func (s *NATS) watch(ctx context.Context, stored func(string), lost func()) {
 		cc, err := s.startWatch(ctx, stored)
 		if err == nil {
 			ended := s.bg.running(lost)
-			// What was stored before the consumer's first message
-			// had no hint.
+			// Messages stored before the watch started had no
+			// hint.
 			lost()
 			<-ctx.Done()
 			ended()
