@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -79,8 +80,7 @@ func (o *NATSRosterOptions) maxValue() int {
 // ignored.
 type NATSRoster struct {
 	s          *NATS
-	kv         jetstream.KeyValue
-	stream     jetstream.Stream // the bucket's stream; for Drop
+	stream     jetstream.Stream // the bucket's stream
 	bucket     string
 	subject    string // the subject prefix of the bucket's keys
 	maxValue   int
@@ -88,7 +88,7 @@ type NATSRoster struct {
 }
 
 // kvOperation is the header that makes a key-value record a delete or
-// purge marker; the key-value client keeps its name to itself.
+// purge marker, as the key-value clients write it.
 const kvOperation = "KV-Operation"
 
 // rosterKeyMax is the longest key that keeps a readable bucket key; longer
@@ -126,13 +126,8 @@ func (s *NATS) OpenRoster(opts *NATSRosterOptions) (*NATSRoster, error) {
 			"remove the bucket (nats kv rm %s) and start the bus again to make it anew; "+
 				"the roster fills again as sessions announce themselves, every 30 seconds", bucket)}
 	}
-	kv, err := s.js.KeyValue(ctx, bucket)
-	if err != nil {
-		return nil, s.wrap(fmt.Sprintf("open roster bucket %q", bucket), err)
-	}
 	return &NATSRoster{
 		s:          s,
-		kv:         kv,
 		stream:     stream,
 		bucket:     bucket,
 		subject:    "$KV." + bucket + ".",
@@ -247,8 +242,11 @@ func (r *NATSRoster) Put(key string, value []byte) (rev uint64, err error) {
 	}
 	ctx, cancel := r.s.ctx()
 	defer cancel()
-	rev, err = r.kv.Put(ctx, bucketKey(key), recordBody(key, value))
-	return rev, r.s.wrap("roster put", err)
+	ack, err := r.s.js.Publish(ctx, r.subject+bucketKey(key), recordBody(key, value))
+	if err != nil {
+		return 0, r.s.wrap("roster put", err)
+	}
+	return ack.Sequence, nil
 }
 
 // Delete records that key has no record any more, as a key-value delete
@@ -287,41 +285,42 @@ func (r *NATSRoster) Drop(rev uint64) error {
 
 // Watch calls apply with the records of the bucket in revision order: first
 // the last record of each key there now, then every change as it comes.
-// value is nil for a removal. Each time the connection comes back, and
-// whenever the key-value client's watcher ends, the watch starts again
-// after the last revision it delivered, so changes are late rather than
-// lost. apply sees each revision at most once, in increasing order. Calls
-// come from one goroutine of the store, one at a time; they end when stop
-// has returned or the store is closed.
+// value is nil for a removal. The watch is an ordered consumer of the
+// bucket's stream, which the client starts again after the last revision
+// it delivered whenever it stopped (the connection dropped, the server
+// restarted), so changes come late rather than never. apply sees each
+// revision at most once, in increasing order. Calls come from the store's
+// goroutines, one at a time; they end when stop has returned or the store
+// is closed.
+//
+// Until the consumer runs (the server may be unreachable when Watch is
+// called), a goroutine of the store tries again with growing pauses.
 func (r *NATSRoster) Watch(apply func(rev uint64, key string, value []byte)) (stop func()) {
 	s := r.s
 	ctx, cancel := context.WithCancel(s.bg.life)
 	done := make(chan struct{})
+	w := &rosterWatch{r: r, apply: apply}
 	s.bg.wg.Add(1)
 	go func() {
 		defer s.bg.wg.Done()
 		defer close(done)
-		// A reconnect may leave the client's watcher waiting for
-		// heartbeats that no longer come; starting again is quicker.
-		again := make(chan struct{}, 1)
-		ended := s.bg.running(func() {
-			select {
-			case again <- struct{}{}:
-			default:
-			}
-		})
-		defer ended()
-		var last uint64
 		pause := watchRetryMin
-		for ctx.Err() == nil {
-			if r.watch(ctx, again, &last, apply) {
-				pause = watchRetryMin
-				continue
+		for {
+			cc, err := w.start(ctx)
+			if err == nil {
+				<-ctx.Done()
+				cc.Stop()
+				return
 			}
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("cannot watch the roster bucket; trying again", "bucket", r.bucket, "err", err, "retry_in", pause)
 			t := time.NewTimer(pause)
 			select {
 			case <-ctx.Done():
 				t.Stop()
+				return
 			case <-t.C:
 			}
 			pause = min(2*pause, watchRetryMax)
@@ -333,77 +332,88 @@ func (r *NATSRoster) Watch(apply func(rev uint64, key string, value []byte)) (st
 	}
 }
 
-// watch runs one key-value watcher, from the revision after *last if that
-// is set, until ctx ends, the watcher does, or again says to start over.
-// It keeps *last at the last revision it delivered, and reports whether
-// the watcher ran.
-func (r *NATSRoster) watch(ctx context.Context, again <-chan struct{}, last *uint64, apply func(uint64, string, []byte)) (ran bool) {
-	var opts []jetstream.WatchOpt
-	if *last > 0 {
-		opts = append(opts, jetstream.ResumeFromRevision(*last+1))
-	}
-	w, err := r.kv.WatchAll(ctx, opts...)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.s.log.Warn("cannot watch the roster bucket; trying again", "bucket", r.bucket, "err", r.s.wrap("roster watch", err))
-		}
-		return false
-	}
-	defer func() {
-		_ = w.Stop()
-		// The client's delivery blocks until its channel is read, and
-		// closes it once the subscription has ended.
-		for range w.Updates() {
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return true
-		case <-again:
-			return true
-		case e, ok := <-w.Updates():
-			if !ok {
-				if ctx.Err() == nil {
-					r.s.log.Warn("roster bucket watch ended; starting it again", "bucket", r.bucket)
-				}
-				return true
-			}
-			if e == nil {
-				continue // the end of the records there were at the start
-			}
-			if e.Revision() <= *last {
-				continue
-			}
-			*last = e.Revision()
-			key, value, ok := r.decode(e)
-			if !ok {
-				r.s.log.Debug("roster bucket record ignored", "bucket", r.bucket, "key", e.Key(), "revision", e.Revision())
-				continue
-			}
-			apply(e.Revision(), key, value)
-		}
-	}
+// rosterWatch is one [NATSRoster.Watch].
+type rosterWatch struct {
+	r     *NATSRoster
+	apply func(uint64, string, []byte)
+
+	mu   sync.Mutex // held while apply runs
+	last uint64     // guarded by mu; the last revision delivered
 }
 
-// decode returns the key and value of a watched entry, with a nil value
-// for a removal.
-func (r *NATSRoster) decode(e jetstream.KeyValueEntry) (key string, value []byte, ok bool) {
-	switch e.Operation() {
-	case jetstream.KeyValuePut:
-		key, value, ok = parseRecord(e.Key(), e.Value())
+// start creates the ordered consumer and starts consuming from it.
+func (w *rosterWatch) start(ctx context.Context) (jetstream.ConsumeContext, error) {
+	r := w.r
+	rctx, cancel := context.WithTimeout(ctx, r.s.timeout)
+	defer cancel()
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{r.subject + ">"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	}
+	w.mu.Lock()
+	if w.last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, w.last+1
+	}
+	w.mu.Unlock()
+	cons, err := r.stream.OrderedConsumer(rctx, cfg)
+	if err != nil {
+		return nil, r.s.wrap("roster watch", err)
+	}
+	cc, err := cons.Consume(w.deliver, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !r.s.closed.Load() {
+			r.s.log.Debug("roster bucket watch", "bucket", r.bucket, "err", err)
+		}
+	}))
+	if err != nil {
+		return nil, r.s.wrap("roster watch", err)
+	}
+	return cc, nil
+}
+
+// deliver hands one message of the bucket's stream to apply.
+func (w *rosterWatch) deliver(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rev := meta.Sequence.Stream
+	if rev <= w.last {
+		return
+	}
+	w.last = rev
+	bk, ok := strings.CutPrefix(m.Subject(), w.r.subject)
+	if !ok {
+		return
+	}
+	key, value, ok := decodeRecord(bk, m.Headers().Get(kvOperation), m.Data())
+	if !ok {
+		w.r.s.log.Debug("roster bucket record ignored", "bucket", w.r.bucket, "key", bk, "revision", rev)
+		return
+	}
+	w.apply(rev, key, value)
+}
+
+// decodeRecord returns the key and value of a record with bucket key bk,
+// the key-value operation op (empty for a put) and the body, with a nil
+// value for a removal.
+func decodeRecord(bk, op string, body []byte) (key string, value []byte, ok bool) {
+	switch op {
+	case "":
+		key, value, ok = parseRecord(bk, body)
 		if ok && value == nil {
 			value = []byte{}
 		}
 		return key, value, ok
-	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
-		if key, _, ok := parseRecord(e.Key(), e.Value()); ok {
+	case "DEL", "PURGE":
+		if key, _, ok := parseRecord(bk, body); ok {
 			return key, nil, true
 		}
 		// A marker written by another client names only the bucket key,
 		// which is enough unless the key was hashed.
-		if enc, found := strings.CutPrefix(e.Key(), "k"); found {
-			if k, err := routeEncoding.DecodeString(enc); err == nil && bucketKey(string(k)) == e.Key() {
+		if enc, found := strings.CutPrefix(bk, "k"); found {
+			if k, err := routeEncoding.DecodeString(enc); err == nil && bucketKey(string(k)) == bk {
 				return string(k), nil, true
 			}
 		}
