@@ -190,6 +190,9 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	}
 	s.nc = nc
 	if err := s.open(base, replicas, opts); err != nil {
+		// Closed, so that closing the connection is not logged as
+		// lost.
+		s.closed.Store(true)
 		s.bg.end()
 		nc.Close()
 		return nil, err
@@ -401,6 +404,10 @@ func (s *NATS) Depth(route string) (int, error) {
 	}
 	return n, nil
 }
+
+// Server returns the URL of the server the store is connected to, without
+// its password, or an empty string while it is not connected.
+func (s *NATS) Server() string { return s.nc.ConnectedUrlRedacted() }
 
 // Close implements [Store.Close]: it ends every watch ([NATS.Watch]) and
 // closes the connection, which fails requests still waiting for an answer

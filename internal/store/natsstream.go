@@ -63,8 +63,11 @@ const DefaultStream = "INTERLINK"
 // maxStreamName is the longest stream name [OpenNATS] accepts.
 const maxStreamName = 64
 
-// checkStreamName accepts 1 to 64 ASCII letters, digits, '-' and '_': a
-// name that JetStream accepts and that is a valid subject token.
+// CheckStreamName reports whether [OpenNATS] takes name as a stream name:
+// 1 to 64 ASCII letters, digits, '-' and '_', a name that JetStream accepts
+// and that is a valid subject token.
+func CheckStreamName(name string) error { return checkStreamName(name) }
+
 func checkStreamName(name string) error {
 	if name == "" || len(name) > maxStreamName {
 		return fmt.Errorf("store: stream name %q: want 1 to %d characters", name, maxStreamName)
