@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+)
+
+// originHeader names the store that published a message: a random id per
+// open [NATS], so that its watches can tell its own messages from those of
+// other processes. originHeaderBytes is the most the header adds to a
+// message.
+const (
+	originHeader      = "Interlink-Origin"
+	originHeaderBytes = 64
 )
 
 // DefaultNATSTimeout bounds each request [NATS] makes to the server unless
@@ -128,6 +138,7 @@ type NATS struct {
 	closed atomic.Bool
 	turns  routeTurns  // has its own lock
 	peeked seqRoutes   // has its own lock
+	origin string      // fixed at open; the Origin header of what Enqueue publishes
 	bg     natsWatches // has its own lock; see natswatch.go
 }
 
@@ -153,6 +164,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		cap:     base.capacity(),
 		timeout: opts.timeout(),
 		log:     base.logger(),
+		origin:  rand.Text(),
 	}
 	s.bg.init()
 	where := redact(serverURL)
@@ -222,9 +234,9 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 		}
 		return fmt.Errorf("store: JetStream account info: %w", err)
 	}
-	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue) {
+	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue+originHeaderBytes) {
 		return fmt.Errorf("%w: the server accepts messages up to %d bytes, the store must accept %d: raise max_payload in the nats-server configuration",
-			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue)
+			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue+originHeaderBytes)
 	}
 
 	var first uint64
@@ -298,7 +310,8 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 	if err != nil {
 		return "", 0, s.wrap("enqueue", err)
 	}
-	ack, err := s.js.Publish(ctx, subject, value)
+	msg := &nats.Msg{Subject: subject, Data: value, Header: nats.Header{originHeader: {s.origin}}}
+	ack, err := s.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return "", 0, fmt.Errorf("%w: %d bytes, the server accepts %d: raise max_payload in the nats-server configuration",

@@ -19,10 +19,12 @@ import (
 // again after a hint, and must not rely on hints alone either; lost says
 // when hints may have been missed.
 type Watcher interface {
-	// Watch calls stored with the route of each message that any process
-	// stores from now on, after the store holds it, and lost when such
-	// calls may have been missed, such as after the connection to a
+	// Watch calls stored with the route of each message that another
+	// process stores from now on, after the store holds it, and lost when
+	// such calls may have been missed, such as after the connection to a
 	// shared store came back: every route may then have new messages.
+	// Messages that this store's own Enqueue stored need no hint, since
+	// its caller knows of them; they may be hinted or not.
 	// Calls come from the store's own goroutines, one at a time, and must
 	// return quickly. They end when stop has returned or the store is
 	// closed; stop may be called more than once.
@@ -115,7 +117,9 @@ func (w *natsWatches) reconnected() {
 
 // Watch implements [Watcher] with an ordered consumer on the stream that
 // delivers only the headers of each message, from the message after the
-// last one stored when the watch starts. The consumer lives on the server
+// last one stored when the watch starts. A message this store's Enqueue
+// stored carries this store's id in a header and is not hinted, so the
+// caller's own sends do not wake its polls twice. The consumer lives on the server
 // and sees a message only once the stream has stored it, in order; the
 // client starts it again after the message it saw last whenever it
 // stopped (the connection dropped, the server restarted), so hints for
@@ -188,9 +192,14 @@ func (s *NATS) startWatch(ctx context.Context, stored func(string)) (jetstream.C
 		return nil, s.wrap("watch", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if route, ok := NATSRoute(s.name, m.Subject()); ok {
-			stored(route)
+		route, ok := NATSRoute(s.name, m.Subject())
+		if !ok {
+			return
 		}
+		if m.Headers().Get(originHeader) == s.origin {
+			return
+		}
+		stored(route)
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		// The client restarts the consumer by itself after the
 		// errors that stop it.

@@ -95,15 +95,21 @@ func TestNATSWatchHintsMessagesStoredElsewhere(t *testing.T) {
 }
 
 // A watch started while messages wait hints only what comes after; the
-// lost call at its start covers the rest.
-func TestNATSWatchStartsAfterStoredMessages(t *testing.T) {
+// lost call at its start covers the rest. What the watching store stored
+// itself is not hinted: its caller knows.
+func TestNATSWatchHintsOnlyNewMessagesOfOthers(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t, nil)
-	s := openNATSWith(t, srv, &NATSOptions{Stream: "LATE"})
-	enqueue(t, s, "K#old", "old")
-	h := watchHints(t, s, nil)
+	opts := &NATSOptions{Stream: "LATE"}
+	a := openNATSWith(t, srv, opts)
+	b := openNATSWith(t, srv, opts)
+	enqueue(t, a, "K#old", "old")
+	h := watchHints(t, b, nil)
 	h.waitLost(t, "once the watch runs")
-	enqueue(t, s, "K#new", "new")
+	for i := range 10 {
+		enqueue(t, b, "K#own", itoa(i))
+	}
+	enqueue(t, a, "K#new", "new")
 	if got := h.next(t); got != "K#new" {
 		t.Fatalf("first hint names %q, want K#new", got)
 	}
