@@ -95,6 +95,7 @@ func (s *Server) start() {
 	if s.opts.Port == server.RANDOM_PORT {
 		s.opts.Port = addr.Port // before Start returns; fixed after
 	}
+
 	s.mu.Lock()
 	s.srv = srv
 	s.mu.Unlock()
@@ -110,6 +111,10 @@ func (s *Server) URL() string {
 func (s *Server) UserURL(user, password string) string {
 	return fmt.Sprintf("nats://%s:%s@%s", user, password, net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)))
 }
+
+// Name returns the server's name, as JetStream names the servers of a
+// cluster (stream leaders, for one).
+func (s *Server) Name() string { return s.opts.ServerName }
 
 // StoreDir returns the directory that holds the JetStream store.
 func (s *Server) StoreDir() string { return s.opts.StoreDir }
