@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,6 +34,28 @@ func newNATSHarness(t *testing.T, srv *natstest.Server, stream string) *harness 
 	h.srv = New(st, &Options{Logger: slog.New(h.logs), Now: h.clock.Now, RosterLog: rl})
 	t.Cleanup(func() { st.Close() })
 	return h
+}
+
+// The roster's golden exchanges answer byte for byte the same with the
+// roster in a JetStream bucket (the queues in the fake store, whose keys
+// the fixtures name).
+func TestNATSRosterAnswersTheGoldenExchanges(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Start(t, nil)
+	st, err := store.OpenNATS(srv.URL(), &store.NATSOptions{Stream: "GOLDEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rl, err := st.OpenRoster(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeStore(0)
+	h := &harness{tb: t, st: fake, clock: newFakeClock(), logs: &logRecorder{}}
+	h.srv = New(fake, &Options{Logger: slog.New(h.logs), Now: h.clock.Now, RosterLog: rl})
+	t.Cleanup(h.srv.Shutdown)
+	replayGolden(t, filepath.Join("testdata", "golden", "roster.txtar"), h)
 }
 
 // Two buses on one stream serve the same queues and the same roster:

@@ -128,34 +128,40 @@ func TestSharedRosterAnswersTheGoldenExchanges(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			ar, err := txtar.ParseFile(file)
+			replayGolden(t, file, newSharedHarness(t, newMemLog()))
+		})
+	}
+}
+
+// replayGolden serves the requests of the golden file against h and
+// compares every answer with the file's, as TestG1Golden does.
+func replayGolden(t *testing.T, file string, h *harness) {
+	t.Helper()
+	ar, err := txtar.ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, f := range ar.Files {
+		if strings.HasSuffix(f.Name, ".response") {
+			want[f.Name] = string(f.Data)
+		}
+	}
+	for _, f := range ar.Files {
+		step, kind, _ := strings.Cut(f.Name, ".")
+		switch kind {
+		case "advance":
+			d, err := time.ParseDuration(strings.TrimSpace(string(f.Data)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := newSharedHarness(t, newMemLog())
-			want := map[string]string{}
-			for _, f := range ar.Files {
-				if strings.HasSuffix(f.Name, ".response") {
-					want[f.Name] = string(f.Data)
-				}
+			h.clock.Add(d)
+		case "request":
+			got := string(formatResponse(h.srv, parseRequest(t, f.Name, f.Data)))
+			if w := want[step+".response"]; got != w {
+				t.Errorf("%s:\n--- want\n%s--- got\n%s", f.Name, w, got)
 			}
-			for _, f := range ar.Files {
-				step, kind, _ := strings.Cut(f.Name, ".")
-				switch kind {
-				case "advance":
-					d, err := time.ParseDuration(strings.TrimSpace(string(f.Data)))
-					if err != nil {
-						t.Fatal(err)
-					}
-					h.clock.Add(d)
-				case "request":
-					got := string(formatResponse(h.srv, parseRequest(t, f.Name, f.Data)))
-					if w := want[step+".response"]; got != w {
-						t.Errorf("%s:\n--- want\n%s--- got\n%s", f.Name, w, got)
-					}
-				}
-			}
-		})
+		}
 	}
 }
 

@@ -31,40 +31,15 @@ type Cluster struct {
 // [Server.Restart], on the same ports and with the same store.
 func StartCluster(tb testing.TB, n int) *Cluster {
 	tb.Helper()
-	// Every server is told the routes to all; JetStream in a cluster
-	// does not start without them. The ports are picked free, then
-	// given to the servers.
-	var routes []*url.URL
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatalf("natstest: %v", err)
+	var c *Cluster
+	for attempt := 1; c == nil; attempt++ {
+		var err error
+		if c, err = startCluster(tb, n); err != nil {
+			if attempt == clusterAttempts {
+				tb.Fatalf("natstest: %v", err)
+			}
+			tb.Logf("natstest: %v; trying other ports", err)
 		}
-		routes = append(routes, &url.URL{Scheme: "nats-route", Host: ln.Addr().String()})
-		ln.Close()
-	}
-	c := &Cluster{}
-	for i := range n {
-		port, _ := strconv.Atoi(routes[i].Port())
-		s := &Server{tb: tb, opts: server.Options{
-			ServerName: "natstest-" + strconv.Itoa(i+1),
-			Host:       "127.0.0.1",
-			Port:       server.RANDOM_PORT,
-			NoLog:      true,
-			NoSigs:     true,
-			MaxPayload: DefaultMaxPayload,
-			JetStream:  true,
-			StoreDir:   tb.TempDir(),
-			Cluster: server.ClusterOpts{
-				Name: "natstest",
-				Host: "127.0.0.1",
-				Port: port,
-			},
-			Routes: routes,
-		}}
-		s.start()
-		tb.Cleanup(s.Shutdown)
-		c.Servers = append(c.Servers, s)
 	}
 	// Wait until the cluster's JetStream has a leader.
 	nc, err := nats.Connect(c.URL())
@@ -89,6 +64,55 @@ func StartCluster(tb testing.TB, n int) *Cluster {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// clusterAttempts is how often StartCluster tries to start a cluster: the
+// ports it picks may be taken by someone else before the servers bind them.
+const clusterAttempts = 3
+
+// startCluster starts n servers with routes to each other on ports picked
+// free, and stops them again if one does not start.
+func startCluster(tb testing.TB, n int) (*Cluster, error) {
+	// Every server is told the routes to all; JetStream in a cluster
+	// does not start without them.
+	var routes []*url.URL
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: ln.Addr().String()})
+		ln.Close()
+	}
+	c := &Cluster{}
+	for i := range n {
+		port, _ := strconv.Atoi(routes[i].Port())
+		s := &Server{tb: tb, opts: server.Options{
+			ServerName: "natstest-" + strconv.Itoa(i+1),
+			Host:       "127.0.0.1",
+			Port:       server.RANDOM_PORT,
+			NoLog:      true,
+			NoSigs:     true,
+			MaxPayload: DefaultMaxPayload,
+			JetStream:  true,
+			StoreDir:   tb.TempDir(),
+			Cluster: server.ClusterOpts{
+				Name: "natstest",
+				Host: "127.0.0.1",
+				Port: port,
+			},
+			Routes: routes,
+		}}
+		if err := s.tryStart(); err != nil {
+			for _, started := range c.Servers {
+				started.Shutdown()
+			}
+			return nil, err
+		}
+		tb.Cleanup(s.Shutdown)
+		c.Servers = append(c.Servers, s)
+	}
+	return c, nil
 }
 
 // URL returns the client URLs of every server, separated by commas, as a
