@@ -9,7 +9,14 @@ lint:
     test -z "$(gofmt -l .)"
     go vet ./...
     go vet -tags hosttest ./...
+    go vet -tags natsbench ./...
     go tool staticcheck ./...
+
+# An interlink-bus whose bench can start a NATS server of its own
+# (bench --store nats without --nats); the server is otherwise a test
+# dependency and not linked.
+build-bench:
+    CGO_ENABLED=0 go build -tags natsbench -o bin/ ./cmd/interlink-bus
 
 # Everything CI runs.
 ci:

@@ -27,11 +27,21 @@ Target:
                        127.0.0.1 port and stop it afterwards)
     --allow-remote     accept a --url whose host is not a loopback address
     --bus-pid PID      with --url: report the memory of process PID, the bus
-    --store KIND       in-process bus store: memory (default) or bolt
+    --store KIND       in-process bus store: memory (default), bolt or nats
     --db PATH          bbolt file for --store bolt and --mode boltfloor; it
                        must not exist yet and is kept (default: a file in a
                        temporary folder, removed afterwards)
     --queue-cap N      in-process bus queue cap (default 1024; 0 means 1)
+    --nats URL         NATS server for --store nats; the run makes a stream
+                       and roster bucket of its own and removes them
+                       (default: a server in this process with JetStream in
+                       a temporary folder, in a binary built with -tags
+                       natsbench)
+    --nats-sync-always that server writes each message to disk before it
+                       acknowledges it (default: every two minutes)
+    --buses N          --store nats: 1 (default) or 2 buses on one stream;
+                       with 2, sends go through the first bus and polls and
+                       acks through the second
 
 Load:
     --mode MODE        roundtrip (default), pipeline, wake, floor, fill,
@@ -127,6 +137,9 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.StringVar(&cfg.Store, "store", "", "")
 	fset.StringVar(&cfg.DBPath, "db", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&cfg.NATSURL, "nats", "", "")
+	fset.BoolVar(&cfg.NATSSyncAlways, "nats-sync-always", false, "")
+	fset.IntVar(&cfg.Buses, "buses", 0, "")
 	fset.StringVar(&mode, "mode", string(loadgen.ModeRoundtrip), "")
 	fset.IntVar(&cfg.Senders, "senders", 1, "")
 	fset.IntVar(&cfg.Receivers, "receivers", 1, "")

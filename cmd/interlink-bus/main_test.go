@@ -28,7 +28,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("USERPROFILE", env.WorkDir)
 			// The scripts set what they test; nothing leaks in from the
 			// environment of the test run.
-			for _, name := range []string{"INTERLINK_ADDR", "INTERLINK_DB", "INTERLINK_QUEUE_CAP", "INTERLINK_LOG_LEVEL"} {
+			for _, name := range []string{"INTERLINK_ADDR", "INTERLINK_DB", "INTERLINK_QUEUE_CAP", "INTERLINK_LOG_LEVEL",
+				"INTERLINK_NATS", "INTERLINK_NATS_STREAM", "INTERLINK_NATS_REPLICAS", "INTERLINK_NATS_CREDS"} {
 				env.Setenv(name, "")
 			}
 			return nil

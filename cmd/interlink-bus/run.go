@@ -40,6 +40,19 @@ Options:
                        0600 if missing (an existing one is set to 0600); its
                        folder must exist. A damaged file stops the bus. Env
                        INTERLINK_DB; default: in memory, lost on restart
+    --nats URL         keep the queues and the roster in NATS JetStream
+                       instead, so that several buses serve the same queues:
+                       nats://HOST:4222, several servers of one cluster
+                       separated by commas, a user and password in the URL
+                       if the server wants them. Not with --db. Env
+                       INTERLINK_NATS
+    --nats-stream NAME the stream; the roster is in the key-value bucket
+                       NAME_ROSTER. Env INTERLINK_NATS_STREAM; default
+                       INTERLINK
+    --nats-replicas N  how many servers keep the stream and the roster, 1
+                       to 5. Env INTERLINK_NATS_REPLICAS; default 1
+    --nats-creds FILE  connect with this NATS credentials file. Env
+                       INTERLINK_NATS_CREDS
     --queue-cap N      messages kept per route; a full queue drops its oldest
                        message. Env INTERLINK_QUEUE_CAP; default 1024; 0
                        means 1

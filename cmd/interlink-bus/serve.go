@@ -49,7 +49,8 @@ const (
 // serveConfig is the validated command line of the bus.
 type serveConfig struct {
 	addr     netip.AddrPort
-	db       string        // empty: in memory
+	db       string // empty: in memory, or NATS
+	nats     natsConfig
 	queueCap int           // at least 1
 	ackDelay time.Duration // 0 or more; 0 commits acknowledgements at once
 	logLevel slog.Level
@@ -72,7 +73,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The metrics exist before the store, which reports its commit times
 	// to them, and before the bus, whose handler they wrap.
 	metrics := busmetrics.New()
-	st, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
+	st, roster, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
 	}
@@ -89,7 +90,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The real address: with port 0 the system picked one.
 	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
 
-	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String()})
+	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String(), RosterLog: roster})
 	hs := &http.Server{
 		Handler:           metrics.Handler(srv),
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -146,34 +147,42 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 }
 
 // openStore opens the store cfg asks for and logs which kind it is; the
-// bbolt store reports its commit times to observeCommit. When ok
-// is false the problem has been reported and code is the status to exit
-// with.
-func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, code int, ok bool) {
+// bbolt store reports its commit times to observeCommit. With NATS it also
+// opens the roster's bucket, which roster then is; otherwise roster is nil.
+// When ok is false the problem has been reported and code is the status to
+// exit with.
+func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, roster bus.RosterLog, code int, ok bool) {
 	opts := &store.Options{Cap: cfg.queueCap, Logger: log, AckDelay: cfg.ackDelay, ObserveCommit: observeCommit}
 	if cfg.ackDelay == 0 {
 		opts.AckDelay = -1 // the store's word for "at once"
 	}
+	if cfg.nats.url != "" {
+		n, rl, code, ok := c.openNATS(cfg.nats, opts, log)
+		if !ok {
+			return nil, nil, code, false
+		}
+		return n, rl, exitOK, true
+	}
 	if cfg.db == "" {
 		log.Warn("in-memory queue, lost on restart")
-		return store.NewMemory(opts), exitOK, true
+		return store.NewMemory(opts), nil, exitOK, true
 	}
 	b, err := store.OpenBolt(cfg.db, opts)
 	switch {
 	case err == nil:
 		log.Info("durable queue", "db", cfg.db)
-		return b, exitOK, true
+		return b, nil, exitOK, true
 	case errors.Is(err, store.ErrCorrupt):
-		return nil, c.fail(exitError, damagedLine(err, false)), false
+		return nil, nil, c.fail(exitError, damagedLine(err, false)), false
 	case errors.Is(err, store.ErrLocked):
-		return nil, c.fail(exitError, fmt.Sprintf("database %s is in use by another process", cfg.db),
+		return nil, nil, c.fail(exitError, fmt.Sprintf("database %s is in use by another process", cfg.db),
 			"is another interlink-bus using it? stop that one, or give this one its own --db file"), false
 	case errors.Is(err, fs.ErrNotExist):
 		dir := filepath.Dir(cfg.db)
-		return nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: folder %s does not exist", cfg.db, dir),
+		return nil, nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: folder %s does not exist", cfg.db, dir),
 			"create the folder first; the bus creates only the file"), false
 	default:
-		return nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: %v", cfg.db, err)), false
+		return nil, nil, c.fail(exitError, fmt.Sprintf("cannot open database %s: %v", cfg.db, err)), false
 	}
 }
 
@@ -186,8 +195,13 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
 	var addr, db, queueCap, ackDelay, logLevel string
+	var nf natsFlags
 	fset.StringVar(&addr, "addr", "", "")
 	fset.StringVar(&db, "db", "", "")
+	fset.StringVar(&nf.url, "nats", "", "")
+	fset.StringVar(&nf.stream, "nats-stream", "", "")
+	fset.StringVar(&nf.replicas, "nats-replicas", "", "")
+	fset.StringVar(&nf.creds, "nats-creds", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
 	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
@@ -210,7 +224,11 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	}
 	cfg.addr = ap
 
-	cfg.db, _ = c.setting(db, "--db", "INTERLINK_DB", "")
+	var dbSource string
+	cfg.db, dbSource = c.setting(db, "--db", "INTERLINK_DB", "")
+	if cfg.nats, code, ok = c.natsSettings(nf, cfg.db, dbSource); !ok {
+		return cfg, code, false
+	}
 
 	value, source = c.setting(queueCap, "--queue-cap", "INTERLINK_QUEUE_CAP", defaultQueueCap)
 	if cfg.queueCap, err = parseQueueCap(value); err != nil {

@@ -7,12 +7,16 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/interlink-go/interlink/internal/store"
 )
 
 // unitUsage is printed for "interlink-bus unit --help".
-const unitUsage = `Usage: interlink-bus unit [--addr IP:PORT] [--db PATH] [--queue-cap N] [--bin PATH]
+const unitUsage = `Usage: interlink-bus unit [--addr IP:PORT] [--db PATH | --nats URL [NATS options]]
+                          [--queue-cap N] [--bin PATH]
 
 Prints a systemd user unit that runs this interlink-bus, named by its
 absolute path, so that the unit does not depend on where it was installed:
@@ -24,6 +28,13 @@ Options:
     --addr IP:PORT   the address the bus listens on; default 127.0.0.1:9440
     --db PATH        the database file; default %S/interlink/bus.db, which
                      systemd expands to ~/.local/state/interlink/bus.db
+    --nats URL       keep the queues and the roster in NATS JetStream instead
+                     of --db; the URL may not hold a user, password or token,
+                     which the unit and the process list would show: use
+                     --nats-creds
+    --nats-stream NAME, --nats-replicas N, --nats-creds FILE
+                     as for the bus; the credentials file by its absolute
+                     path
     --queue-cap N    messages kept per route; default: the bus's own (1024)
     --bin PATH       the interlink-bus to run; default: this program
     -h, --help       show this help
@@ -52,8 +63,9 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit
 #
 # StateDirectory creates %S/interlink (normally ~/.local/state/interlink)
 # before the bus starts. With the default --db the queues live in bus.db
-# there and survive restarts. Do not point --db at a bus.redb left by the
-# original broker: this one cannot read it.
+# there and survive restarts; with --nats they live in NATS JetStream.
+# Do not point --db at a bus.redb left by the original broker: this one
+# cannot read it.
 #
 # Several machines: the bus has no authentication and no TLS, so listen
 # only on a private network such as a tailnet, with that interface's IP
@@ -86,8 +98,13 @@ func (c *cli) unit(args []string) int {
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
 	var addr, db, queueCap, bin string
+	var nf natsFlags
 	fset.StringVar(&addr, "addr", defaultAddr, "")
 	fset.StringVar(&db, "db", "", "")
+	fset.StringVar(&nf.url, "nats", "", "")
+	fset.StringVar(&nf.stream, "nats-stream", "", "")
+	fset.StringVar(&nf.replicas, "nats-replicas", "", "")
+	fset.StringVar(&nf.creds, "nats-creds", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
 	fset.StringVar(&bin, "bin", "", "")
 	if err := fset.Parse(args); err != nil {
@@ -105,15 +122,25 @@ func (c *cli) unit(args []string) int {
 		return c.fail(exitUsage, fmt.Sprintf("unit: --addr %q: %v", addr, err),
 			"give an IP address and port such as 127.0.0.1:9440; systemd does not run shell substitutions")
 	}
-	cmd := []string{"", "--addr", ap.String(), "--db"}
-	if db == "" {
-		cmd = append(cmd, defaultUnitDB) // a specifier: not escaped
-	} else {
+	cmd := []string{"", "--addr", ap.String()}
+	switch {
+	case nf.url != "":
+		natsArgs, code, ok := c.unitNATS(nf, db)
+		if !ok {
+			return code
+		}
+		cmd = append(cmd, natsArgs...)
+	case db == "":
+		cmd = append(cmd, "--db", defaultUnitDB) // a specifier: not escaped
+	default:
 		if !filepath.IsAbs(db) {
 			return c.fail(exitUsage, fmt.Sprintf("unit: --db %q: not an absolute path", db),
 				"systemd starts the bus in another folder; give the full path")
 		}
-		cmd = append(cmd, unitArg(db))
+		cmd = append(cmd, "--db", unitArg(db))
+	}
+	if nf.url == "" && (nf.stream != "" || nf.replicas != "" || nf.creds != "") {
+		return c.fail(exitUsage, "unit: --nats-stream, --nats-replicas and --nats-creds apply only with --nats", unitHint)
 	}
 	if queueCap != "" {
 		if _, err := parseQueueCap(queueCap); err != nil {
@@ -135,6 +162,42 @@ func (c *cli) unit(args []string) int {
 		return c.fail(exitError, fmt.Sprintf("unit: %v", err))
 	}
 	return exitOK
+}
+
+// unitNATS checks the NATS options of a unit and returns them as words of
+// its command line.
+func (c *cli) unitNATS(nf natsFlags, db string) (args []string, code int, ok bool) {
+	fail := func(msg string, hints ...string) ([]string, int, bool) {
+		return nil, c.fail(exitUsage, "unit: "+msg, hints...), false
+	}
+	if db != "" {
+		return fail("--db and --nats both given: the queues live either in a bbolt file or in NATS", unitHint)
+	}
+	if hasCredentials(nf.url) {
+		return fail("--nats holds credentials, which the unit file and the process list would show",
+			"connect with a credentials file (--nats-creds FILE) instead")
+	}
+	args = []string{"--nats", unitArg(nf.url)}
+	if nf.stream != "" {
+		if err := store.CheckStreamName(nf.stream); err != nil {
+			return fail(fmt.Sprintf("--nats-stream %q: %v", nf.stream, strings.TrimPrefix(err.Error(), "store: ")), unitHint)
+		}
+		args = append(args, "--nats-stream", nf.stream)
+	}
+	if nf.replicas != "" {
+		if n, err := strconv.Atoi(nf.replicas); err != nil || n < 1 || n > 5 {
+			return fail(fmt.Sprintf("--nats-replicas %q: want 1 to 5 servers", nf.replicas), unitHint)
+		}
+		args = append(args, "--nats-replicas", nf.replicas)
+	}
+	if nf.creds != "" {
+		if !filepath.IsAbs(nf.creds) {
+			return fail(fmt.Sprintf("--nats-creds %q: not an absolute path", nf.creds),
+				"systemd starts the bus in another folder; give the full path")
+		}
+		args = append(args, "--nats-creds", unitArg(nf.creds))
+	}
+	return args, exitOK, true
 }
 
 // unitHint points at the unit command's usage after a usage error.

@@ -1,6 +1,7 @@
 // Package bus is the HTTP broker: it relays opaque payloads to per-route
 // queues kept in a [store.Store], wakes receivers that long-poll those
-// queues, and keeps the presence roster in memory.
+// queues, and keeps the presence roster, in memory or, for several buses on
+// one shared store, in a log they share ([RosterLog]).
 //
 // The bus is deliberately dumb. It never parses a payload beyond the keys of
 // the request that carries it, holds no keys and verifies no signatures;
@@ -16,7 +17,7 @@
 //	POST /announce    any object with a string pubkey  202, empty body
 //	POST /unregister  the same shape                   202, empty body
 //	GET  /roster                                       200 {"roster":[...]}
-//	GET  /healthz                                      200 {"status":"ok"}
+//	GET  /healthz                                      200 {"status":"ok"}; 503 while the store is down
 //	GET  /                                             200 the status page (HTML)
 //
 // GET routes also answer HEAD. Every response other than 2xx carries a JSON
@@ -70,4 +71,17 @@
 // that arrives between the look and the wait is never missed. The waiter
 // map holds only routes with a parked poll: it never grows with routes that
 // are merely sent to or polled without waiting.
+//
+// # Several buses on one store
+//
+// When the store is shared with other buses ([store.Watcher]), a message
+// another bus stored wakes the polls on its route too, through the store's
+// watch. Such a wake-up is a hint: the poll looks at the queue again and
+// parks again if it finds nothing, and when the store says hints may have
+// been lost, every parked poll looks again. With [Options.RosterLog] every
+// announcement and removal goes through the shared log, and each bus
+// serves /roster from its own copy, which applies the log's changes in its
+// order through the same rules; see [RosterLog]. /healthz answers 503 with
+// {"error":"store unavailable"} while a store that can fail and recover
+// ([store.Health]) cannot serve.
 package bus

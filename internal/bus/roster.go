@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -58,12 +59,13 @@ type roster struct {
 	snap       *rosterSnapshot // nil after a change; guarded by mu
 }
 
-// rosterEntry is one announcement. key, fields and at are fixed once the
-// entry exists; a refresh makes a new entry.
+// rosterEntry is one announcement. key, fields, at and rev are fixed once
+// the entry exists; a refresh makes a new entry.
 type rosterEntry struct {
 	key        string
 	fields     []byte // see announcement.fields
 	at         int64  // receipt time, Unix ms
+	rev        uint64 // its revision in a shared roster's log; 0 otherwise
 	prev, next *rosterEntry
 }
 
@@ -82,9 +84,15 @@ func age(at, now int64) int64 {
 // false if a is too large to list at all (which [MaxAnnounceBytes] rules
 // out).
 func (ro *roster) upsert(a announcement, now int64) (evicted int, stored bool) {
-	e := &rosterEntry{key: a.key, fields: a.fields, at: now}
+	gone, stored := ro.put(&rosterEntry{key: a.key, fields: a.fields, at: now}, now)
+	return len(gone), stored
+}
+
+// put is [roster.upsert] for an entry made by the caller, pruning what has
+// expired at now. It returns the live entries that gave way.
+func (ro *roster) put(e *rosterEntry, now int64) (evicted []*rosterEntry, stored bool) {
 	if e.cost() > rosterBudget {
-		return 0, false
+		return nil, false
 	}
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
@@ -94,12 +102,12 @@ func (ro *roster) upsert(a announcement, now int64) (evicted int, stored bool) {
 	for ro.head != nil && age(ro.head.at, now) >= rosterRetainMs {
 		ro.unlink(ro.head)
 	}
-	if old := ro.entries[a.key]; old != nil {
+	if old := ro.entries[e.key]; old != nil {
 		ro.unlink(old)
 	}
 	for len(ro.entries) >= RosterCap || ro.bytes+e.cost() > rosterBudget {
+		evicted = append(evicted, ro.head)
 		ro.unlink(ro.head)
-		evicted++
 	}
 	ro.entries[e.key] = e
 	e.prev = ro.tail
@@ -139,6 +147,13 @@ func (ro *roster) remove(key string) {
 	if e := ro.entries[key]; e != nil {
 		ro.unlink(e)
 	}
+}
+
+// has reports whether key has an entry, expired or not.
+func (ro *roster) has(key string) bool {
+	ro.mu.Lock()
+	defer ro.mu.Unlock()
+	return ro.entries[key] != nil
 }
 
 // len returns the number of stored entries, expired ones included.
@@ -201,6 +216,14 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if s.shared != nil {
+		if err := s.shared.announce(a, s.millis(), s.done); err != nil {
+			s.log.Error("announce failed", "route", a.key, "error", err)
+			return fmt.Errorf("%w: %w", errStorage, err)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
 	evicted, stored := s.roster.upsert(a, s.millis())
 	switch {
 	case !stored:
@@ -222,6 +245,14 @@ func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
 	a, err := decodeAnnouncement(body)
 	if err != nil {
 		return err
+	}
+	if s.shared != nil {
+		if err := s.shared.unregister(a.key, s.done); err != nil {
+			s.log.Error("unregister failed", "route", a.key, "error", err)
+			return fmt.Errorf("%w: %w", errStorage, err)
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return nil
 	}
 	s.roster.remove(a.key)
 	w.WriteHeader(http.StatusAccepted)

@@ -66,6 +66,9 @@ type Options struct {
 	// BodyTimeout bounds the time a request takes to deliver its body.
 	// Zero means [DefaultBodyTimeout].
 	BodyTimeout time.Duration
+	// RosterLog, if set, keeps the roster in a log shared with other
+	// buses instead of in this bus alone; see [RosterLog].
+	RosterLog RosterLog
 }
 
 // VersionHeader is the header of /healthz answers that carries the bus's
@@ -95,10 +98,20 @@ type Server struct {
 	waiters waiters
 	drops   dropLog
 	roster  roster
+
+	// Set by startShared at creation, for stores shared with other
+	// buses; nil otherwise. See shared.go.
+	unwatch func()        // stops the store's watch
+	shared  *sharedRoster // the roster's shared log
 }
 
 // New returns a Server that keeps its queues in st. The caller still owns
 // st and closes it after the HTTP server has stopped.
+//
+// When st is a [store.Watcher], which other buses may write to, the Server
+// watches it until Shutdown, so that messages other buses store wake its
+// long-polls as its own sends do. When st is a [store.Health], /healthz
+// follows its health.
 func New(st store.Store, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
@@ -125,6 +138,7 @@ func New(st store.Store, opts *Options) *Server {
 		s.bodyTimeout = DefaultBodyTimeout
 	}
 	s.started = s.now()
+	s.startShared(opts)
 	return s
 }
 
@@ -133,9 +147,13 @@ func New(st store.Store, opts *Options) *Server {
 // HTTP server starts shutting down (for example through
 // [http.Server.RegisterOnShutdown]): that server waits for active requests,
 // and a parked poll would otherwise hold it for up to [MaxRecvTimeout].
-// Shutdown does not close the store. It is safe to call more than once.
+// Shutdown also stops watching a shared store and roster, but does not
+// close the store. It is safe to call more than once.
 func (s *Server) Shutdown() {
-	s.stop.Do(func() { close(s.done) })
+	s.stop.Do(func() {
+		close(s.done)
+		s.stopShared()
+	})
 }
 
 // endpoint is one route of the table in the package comment.
@@ -240,6 +258,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusForbidden
 	case errors.Is(err, errPoll):
 		body = errorBody{Status: "error", Error: errPoll.Error()}
+	case errors.Is(err, errUnavailable):
+		status = http.StatusServiceUnavailable
+		body.Error = errUnavailable.Error()
 	default:
 		body.Error = errStorage.Error()
 	}
@@ -271,10 +292,16 @@ func (s *Server) millis() int64 {
 	return max(s.now().UnixMilli(), 0)
 }
 
-// healthz answers that the process is serving. It does not touch the store.
+// healthz answers that the process is serving, or 503 while a store that
+// can fail and recover ([store.Health]) is unavailable. It sends no request
+// to the store.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	if s.version != "" {
 		w.Header().Set(VersionHeader, s.version)
+	}
+	if err := s.storeHealth(); err != nil {
+		s.log.Debug("unhealthy", "error", err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 	return nil

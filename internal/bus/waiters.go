@@ -72,6 +72,18 @@ func (ws *waiters) wake(route string) {
 	}
 }
 
+// wakeAll wakes every registered poll, on every route.
+func (ws *waiters) wakeAll() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, wr := range ws.routes {
+		if wr.ch != nil {
+			close(wr.ch)
+			wr.ch = nil
+		}
+	}
+}
+
 // parked returns the number of polls registered on route.
 func (ws *waiters) parked(route string) int {
 	ws.mu.Lock()

@@ -31,6 +31,7 @@ var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, M
 const (
 	StoreMemory = "memory"
 	StoreBolt   = "bolt"
+	StoreNATS   = "nats"
 )
 
 // Defaults for the zero values of [Config].
@@ -78,6 +79,20 @@ type Config struct {
 	// QueueCap is the in-process bus's per-route queue cap; 0 means the
 	// store's default.
 	QueueCap int
+	// NATSURL is the NATS server of Store nats. Empty means a server
+	// started in this process, with JetStream in a temporary folder,
+	// which only a binary built with the natsbench tag can do. The run
+	// uses a stream and roster bucket of its own and removes them.
+	NATSURL string
+	// NATSSyncAlways makes the server started in this process write
+	// every message to disk before acknowledging it (sync_interval:
+	// always); by default it does so every two minutes.
+	NATSSyncAlways bool
+	// Buses is the number of in-process buses on Store nats, 1 (the
+	// default) or 2. With 2, sends go through the first and polls and
+	// acknowledgements through the second, so every delivery crosses
+	// from one bus to the other through JetStream.
+	Buses int
 
 	// Mode is the scenario; empty means [ModeRoundtrip].
 	Mode Mode
@@ -240,8 +255,8 @@ func (c Config) withDefaults() (Config, error) {
 		if !needsBus {
 			return bad("mode %s does not use a bus: leave out --url", c.Mode)
 		}
-		if c.Store != "" || c.DBPath != "" || c.QueueCap != 0 {
-			return bad("store, db and queue cap configure the in-process bus: leave them out with --url")
+		if c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.NATSURL != "" || c.Buses > 1 || c.NATSSyncAlways {
+			return bad("store, db, queue cap and the NATS settings configure the in-process bus: leave them out with --url")
 		}
 		u, err := checkURL(c.URL, c.AllowRemote)
 		if err != nil {
@@ -262,10 +277,14 @@ func (c Config) withDefaults() (Config, error) {
 			return bad("a db path needs the bolt store")
 		}
 	case StoreBolt:
+	case StoreNATS:
+		if c.DBPath != "" && c.Mode != ModeBoltFloor {
+			return bad("a db path needs the bolt store")
+		}
 	default:
-		return bad("unknown store %q (want %s or %s)", c.Store, StoreMemory, StoreBolt)
+		return bad("unknown store %q (want %s, %s or %s)", c.Store, StoreMemory, StoreBolt, StoreNATS)
 	}
-	return c, nil
+	return c.natsDefaults()
 }
 
 // checkURL validates a bus URL and returns it without a trailing slash. Only

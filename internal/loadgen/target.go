@@ -27,6 +27,9 @@ type target struct {
 // startBus starts a bus in this process on a free 127.0.0.1 port, with the
 // store cfg asks for.
 func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
+	if cfg.Store == StoreNATS {
+		return startNATSBuses(cfg, logger)
+	}
 	metrics := busmetrics.New()
 	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger, ObserveCommit: metrics.ObserveCommit}
 	var (

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+)
+
+// originHeader names the store that published a message: a random id per
+// open [NATS], so that its watches can tell its own messages from those of
+// other processes. originHeaderBytes is the most the header adds to a
+// message.
+const (
+	originHeader      = "Interlink-Origin"
+	originHeaderBytes = 64
 )
 
 // DefaultNATSTimeout bounds each request [NATS] makes to the server unless
@@ -126,8 +136,10 @@ type NATS struct {
 	log     *slog.Logger        // fixed at open
 
 	closed atomic.Bool
-	turns  routeTurns // has its own lock
-	peeked seqRoutes  // has its own lock
+	turns  routeTurns  // has its own lock
+	peeked seqRoutes   // has its own lock
+	origin string      // fixed at open; the Origin header of what Enqueue publishes
+	bg     natsWatches // has its own lock; see natswatch.go
 }
 
 var _ Store = (*NATS)(nil)
@@ -152,7 +164,9 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		cap:     base.capacity(),
 		timeout: opts.timeout(),
 		log:     base.logger(),
+		origin:  rand.Text(),
 	}
+	s.bg.init()
 	where := redact(serverURL)
 	conn := []nats.Option{
 		nats.Timeout(s.timeout),
@@ -168,6 +182,8 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			s.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
+			// Watches catch up with what they may have missed.
+			s.bg.reconnected()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("NATS error", "err", err)
@@ -178,6 +194,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	}
 	nc, err := nats.Connect(serverURL, conn...)
 	if err != nil {
+		s.bg.end()
 		if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || isNetError(err) {
 			return nil, fmt.Errorf("%w at %s (%v): check the URL and that nats-server is running and reachable", ErrUnreachable, where, err)
 		}
@@ -185,6 +202,10 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	}
 	s.nc = nc
 	if err := s.open(base, replicas, opts); err != nil {
+		// Closed, so that closing the connection is not logged as
+		// lost.
+		s.closed.Store(true)
+		s.bg.end()
 		nc.Close()
 		return nil, err
 	}
@@ -213,9 +234,9 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 		}
 		return fmt.Errorf("store: JetStream account info: %w", err)
 	}
-	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue) {
+	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue+originHeaderBytes) {
 		return fmt.Errorf("%w: the server accepts messages up to %d bytes, the store must accept %d: raise max_payload in the nats-server configuration",
-			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue)
+			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue+originHeaderBytes)
 	}
 
 	var first uint64
@@ -289,7 +310,8 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 	if err != nil {
 		return "", 0, s.wrap("enqueue", err)
 	}
-	ack, err := s.js.Publish(ctx, subject, value)
+	msg := &nats.Msg{Subject: subject, Data: value, Header: nats.Header{originHeader: {s.origin}}}
+	ack, err := s.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			return "", 0, fmt.Errorf("%w: %d bytes, the server accepts %d: raise max_payload in the nats-server configuration",
@@ -396,13 +418,19 @@ func (s *NATS) Depth(route string) (int, error) {
 	return n, nil
 }
 
-// Close implements [Store.Close]: it closes the connection, which fails
-// requests still waiting for an answer with [ErrClosed]. The stream and its
-// messages stay on the server. Calling Close again returns [ErrClosed].
+// Server returns the URL of the server the store is connected to, without
+// its password, or an empty string while it is not connected.
+func (s *NATS) Server() string { return s.nc.ConnectedUrlRedacted() }
+
+// Close implements [Store.Close]: it ends every watch ([NATS.Watch]) and
+// closes the connection, which fails requests still waiting for an answer
+// with [ErrClosed]. The stream and its messages stay on the server.
+// Calling Close again returns [ErrClosed].
 func (s *NATS) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
+	s.bg.stop()
 	s.nc.Close()
 	return nil
 }

@@ -65,8 +65,11 @@ const DefaultStream = "INTERLINK"
 // maxStreamName is the longest stream name [OpenNATS] accepts.
 const maxStreamName = 64
 
-// checkStreamName accepts 1 to 64 ASCII letters, digits, '-' and '_': a
-// name that JetStream accepts and that is a valid subject token.
+// CheckStreamName reports whether [OpenNATS] takes name as a stream name:
+// 1 to 64 ASCII letters, digits, '-' and '_', a name that JetStream accepts
+// and that is a valid subject token.
+func CheckStreamName(name string) error { return checkStreamName(name) }
+
 func checkStreamName(name string) error {
 	if name == "" || len(name) > maxStreamName {
 		return fmt.Errorf("store: stream name %q: want 1 to %d characters", name, maxStreamName)
@@ -125,6 +128,9 @@ type StreamConfigError struct {
 	// Overlap is the server's description of the subject overlap, when
 	// that is the problem.
 	Overlap string
+	// Hint, when set, replaces the advice at the end of the message,
+	// which otherwise speaks of the queue stream.
+	Hint string
 }
 
 func (e *StreamConfigError) Error() string {
@@ -139,6 +145,10 @@ func (e *StreamConfigError) Error() string {
 			b.WriteString(";")
 		}
 		fmt.Fprintf(&b, " %s is %s, want %s", m.Field, m.Have, m.Want)
+	}
+	if e.Hint != "" {
+		b.WriteString("; " + e.Hint)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "; configure the store to match (queue cap = max_msgs_per_subject, replicas = num_replicas), "+
 		"use another stream name, or edit the stream (nats stream edit %s) or remove it (nats stream rm %s, "+

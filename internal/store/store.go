@@ -7,6 +7,13 @@
 // share and that a JetStream cluster replicates. The bus uses any of them
 // through the interface, and the same conformance tests run against all.
 //
+// Stores may offer more through optional interfaces: [Totaler] counts what
+// all queues hold; [Watcher] tells of messages that other processes stored
+// in a shared store, and [Health] whether a store that lives behind a
+// connection can serve now. The JetStream store implements all three, and
+// keeps the bus roster's records for every process on its stream
+// ([NATS.OpenRoster]).
+//
 // # Keys
 //
 // Every stored entry has a key of the form

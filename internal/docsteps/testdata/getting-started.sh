@@ -83,4 +83,11 @@ fi
 # not run: systemctl --user enable --now interlink-bus
 # not run: loginctl enable-linger "$USER"
 
+step "DEPLOY: several buses on NATS JetStream"
+# Three machines with these private addresses, each running nats-server,
+# are not here; cmd/interlink-bus's tests run buses on an in-process NATS
+# server instead.
+# not run: export INTERLINK_NATS=nats://100.101.102.103:4222,nats://100.101.102.104:4222,nats://100.101.102.105:4222
+# not run: interlink-bus --addr 100.101.102.103:9440 --nats-replicas 3
+
 step "all documented steps ran"

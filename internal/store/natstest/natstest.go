@@ -77,27 +77,36 @@ func Start(tb testing.TB, opts *Options) *Server {
 
 func (s *Server) start() {
 	s.tb.Helper()
+	if err := s.tryStart(); err != nil {
+		s.tb.Fatalf("natstest: %v", err)
+	}
+}
+
+// tryStart starts the server and reports why it could not.
+func (s *Server) tryStart() error {
 	opts := s.opts // the server writes defaults into its copy
 	srv, err := server.NewServer(&opts)
 	if err != nil {
-		s.tb.Fatalf("natstest: %v", err)
+		return err
 	}
 	srv.Start()
 	if !srv.ReadyForConnections(readyTimeout) {
 		srv.Shutdown()
-		s.tb.Fatalf("natstest: server not ready on %s within %v (port taken?)", s.URL(), readyTimeout)
+		return fmt.Errorf("server not ready on %s within %v (port taken?)", s.URL(), readyTimeout)
 	}
 	addr, ok := srv.Addr().(*net.TCPAddr)
 	if !ok {
 		srv.Shutdown()
-		s.tb.Fatalf("natstest: server listens on %v, not TCP", srv.Addr())
+		return fmt.Errorf("server listens on %v, not TCP", srv.Addr())
 	}
 	if s.opts.Port == server.RANDOM_PORT {
 		s.opts.Port = addr.Port // before Start returns; fixed after
 	}
+
 	s.mu.Lock()
 	s.srv = srv
 	s.mu.Unlock()
+	return nil
 }
 
 // URL returns the client URL, nats://127.0.0.1:PORT, without credentials.
@@ -110,6 +119,10 @@ func (s *Server) URL() string {
 func (s *Server) UserURL(user, password string) string {
 	return fmt.Sprintf("nats://%s:%s@%s", user, password, net.JoinHostPort(s.opts.Host, strconv.Itoa(s.opts.Port)))
 }
+
+// Name returns the server's name, as JetStream names the servers of a
+// cluster (stream leaders, for one).
+func (s *Server) Name() string { return s.opts.ServerName }
 
 // StoreDir returns the directory that holds the JetStream store.
 func (s *Server) StoreDir() string { return s.opts.StoreDir }

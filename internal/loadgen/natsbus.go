@@ -1,0 +1,155 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/busmetrics"
+	"github.com/interlink-go/interlink/internal/store"
+)
+
+// readyWait bounds the start of a NATS server in this process and the
+// removal of the run's stream.
+const readyWait = 10 * time.Second
+
+// startNATSBuses starts cfg.Buses buses in this process on one JetStream
+// stream of their own, each with its own connection, and serves them on a
+// free 127.0.0.1 port: with one bus all of it, with two /send from the
+// first and everything else from the second.
+func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
+	natsURL, stopServer := cfg.NATSURL, func() error { return nil }
+	where := "NATS at " + cfg.NATSURL
+	if natsURL == "" {
+		if natsURL, stopServer, err = startNATSServer(cfg.NATSSyncAlways); err != nil {
+			return nil, err
+		}
+		where = "a NATS server in this process"
+		if cfg.NATSSyncAlways {
+			where += " (sync always)"
+		}
+	}
+	stream := "BENCH_" + runID()
+	var (
+		stores   []*store.NATS
+		servers  []*bus.Server
+		handlers []http.Handler
+	)
+	shutdown := func() {
+		for _, srv := range servers {
+			srv.Shutdown()
+		}
+	}
+	cleanup := func() error {
+		shutdown()
+		var errs []error
+		for _, st := range stores {
+			errs = append(errs, st.Close())
+		}
+		errs = append(errs, removeStream(natsURL, stream), stopServer())
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cleanup())
+		}
+	}()
+	for range cfg.Buses {
+		st, err := store.OpenNATS(natsURL, &store.NATSOptions{
+			Options:  store.Options{Cap: cfg.QueueCap, Logger: logger},
+			Stream:   stream,
+			MaxValue: bus.MaxEnvelopeBytes,
+		})
+		if err != nil {
+			return nil, err
+		}
+		stores = append(stores, st)
+		rl, err := st.OpenRoster(&store.NATSRosterOptions{MaxAge: bus.RosterRetention, MaxRecords: 2 * bus.RosterCap})
+		if err != nil {
+			return nil, err
+		}
+		srv := bus.New(st, &bus.Options{Logger: logger, RosterLog: rl})
+		servers = append(servers, srv)
+		// Served as interlink-bus serves it, metrics included.
+		handlers = append(handlers, busmetrics.New().Handler(srv))
+	}
+	handler := handlers[0]
+	desc := "in-process bus, nats store on " + where
+	if len(handlers) == 2 {
+		send, rest := handlers[0], handlers[1]
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/send" {
+				send.ServeHTTP(w, r)
+				return
+			}
+			rest.ServeHTTP(w, r)
+		})
+		desc = "two in-process buses, nats store on " + where + ": sends through one, polls and acks through the other"
+	}
+	if cfg.QueueCap > 0 {
+		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)
+	}
+	return serveTarget(handler, desc, logger, shutdown, cleanup)
+}
+
+// serveTarget serves h on a free 127.0.0.1 port. Stopping the target calls
+// shutdown, which ends parked polls, shuts the server down, waiting a
+// little for requests still running, then calls cleanup.
+func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func(), cleanup func() error) (*target, error) {
+	ln, err := loopbackListen()
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	stop := func() error {
+		shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		err := hs.Shutdown(ctx)
+		if err != nil {
+			err = hs.Close()
+		}
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return errors.Join(err, cleanup())
+	}
+	return &target{url: "http://" + ln.Addr().String(), desc: desc, local: true, stop: stop}, nil
+}
+
+// removeStream removes the run's stream and its roster bucket from the
+// server at natsURL.
+func removeStream(natsURL, stream string) error {
+	nc, err := nats.Connect(natsURL, nats.Timeout(readyWait))
+	if err != nil {
+		return fmt.Errorf("removing stream %s: %v", stream, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
+	defer cancel()
+	var errs []error
+	for _, name := range []string{stream, "KV_" + stream + "_ROSTER"} {
+		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			errs = append(errs, fmt.Errorf("removing stream %s: %v", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
