@@ -158,7 +158,9 @@ func TestKilledBusLosesNothingItAccepted(t *testing.T) {
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
-		for fromA.Load() < killAfter {
+		// A send that a failed before the kill stops the senders' use
+		// of a, and with it the count this waits for.
+		for fromA.Load() < killAfter && !aDead.Load() {
 			time.Sleep(time.Millisecond)
 		}
 		a.cmd.Process.Signal(syscall.SIGKILL)
