@@ -9,7 +9,6 @@ package main
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -20,18 +19,6 @@ import (
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
-
-// busBinary builds interlink-bus without cgo into a temporary folder of tb.
-func busBinary(tb testing.TB) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "interlink-bus")
-	cmd := exec.Command("go", "build", "-o", path, "github.com/interlink-go/interlink/cmd/interlink-bus")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building interlink-bus: %v\n%s", err, out)
-	}
-	return path
-}
 
 // startBusBinary starts the bus at bin on addr with args, waits until it
 // listens, and kills it at cleanup. It returns a function that kills it
@@ -74,7 +61,7 @@ func TestAcknowledgedMessageBackAfterBusCrashIsDroppedAsReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and restarts interlink-bus")
 	}
-	bin := busBinary(t)
+	bin := testutil.BuildBus(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -18,20 +17,6 @@ import (
 
 	"github.com/interlink-go/interlink/internal/testutil"
 )
-
-// busBinary builds interlink-bus without cgo from this module into a
-// temporary folder of tb and returns its path. The go command's cache makes
-// every build after the first one cheap.
-func busBinary(tb testing.TB) string {
-	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "interlink-bus")
-	cmd := exec.Command("go", "build", "-o", path, "github.com/interlink-go/interlink/cmd/interlink-bus")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building interlink-bus: %v\n%s", err, out)
-	}
-	return path
-}
 
 // busProcess is a running interlink-bus.
 type busProcess struct {
@@ -48,7 +33,7 @@ var busListening = regexp.MustCompile(`msg="bus listening" addr=(\S+)`)
 func startBusProcess(tb testing.TB, args ...string) *busProcess {
 	tb.Helper()
 	p := &busProcess{logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(busBinary(tb), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(testutil.BuildBus(tb), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "INTERLINK_") {
 			p.cmd.Env = append(p.cmd.Env, kv)

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -129,4 +131,18 @@ func Deps(tb testing.TB, pkg string) []string {
 		tb.Fatalf("go list -deps %s: %v", pkg, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// BuildBus builds interlink-bus without cgo from this module into a
+// temporary folder of tb and returns its path. The go command's cache makes
+// every build after the first one cheap.
+func BuildBus(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "interlink-bus")
+	cmd := exec.Command("go", "build", "-o", path, "github.com/interlink-go/interlink/cmd/interlink-bus")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building interlink-bus: %v\n%s", err, out)
+	}
+	return path
 }
