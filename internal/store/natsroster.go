@@ -304,27 +304,7 @@ func (r *NATSRoster) Watch(apply func(rev uint64, key string, value []byte)) (st
 	go func() {
 		defer s.bg.wg.Done()
 		defer close(done)
-		pause := watchRetryMin
-		for {
-			cc, err := w.start(ctx)
-			if err == nil {
-				<-ctx.Done()
-				cc.Stop()
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("cannot watch the roster bucket; trying again", "bucket", r.bucket, "err", err, "retry_in", pause)
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			pause = min(2*pause, watchRetryMax)
-		}
+		s.runWatch(ctx, w.start, nil, "cannot watch the roster bucket; trying again", "bucket", r.bucket)
 	}()
 	return func() {
 		cancel()

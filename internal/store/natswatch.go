@@ -146,14 +146,32 @@ func (s *NATS) Watch(stored func(route string), lost func()) (stop func()) {
 
 // watch runs one watch until ctx ends.
 func (s *NATS) watch(ctx context.Context, stored func(string), lost func()) {
+	s.runWatch(ctx,
+		func(ctx context.Context) (jetstream.ConsumeContext, error) { return s.startWatch(ctx, stored) },
+		func() (ended func()) {
+			ended = s.bg.running(lost)
+			// Messages stored before the watch started had no hint.
+			lost()
+			return ended
+		},
+		"cannot watch the stream for messages stored by other processes; trying again", "stream", s.name)
+}
+
+// runWatch calls start until it returns a running consumer, pausing
+// between tries from watchRetryMin up to watchRetryMax and logging each
+// failure with msg and attrs, then keeps the consumer until ctx ends.
+// running, if not nil, is called once the consumer runs; what it returns is
+// called when ctx has ended, before the consumer stops.
+func (s *NATS) runWatch(ctx context.Context, start func(context.Context) (jetstream.ConsumeContext, error),
+	running func() (ended func()), msg string, attrs ...any) {
 	pause := watchRetryMin
 	for {
-		cc, err := s.startWatch(ctx, stored)
+		cc, err := start(ctx)
 		if err == nil {
-			ended := s.bg.running(lost)
-			// Messages stored before the watch started had no
-			// hint.
-			lost()
+			ended := func() {}
+			if running != nil {
+				ended = running()
+			}
 			<-ctx.Done()
 			ended()
 			cc.Stop()
@@ -162,7 +180,7 @@ func (s *NATS) watch(ctx context.Context, stored func(string), lost func()) {
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("cannot watch the stream for messages stored by other processes; trying again", "stream", s.name, "err", err, "retry_in", pause)
+		s.log.Warn(msg, append(attrs, "err", err, "retry_in", pause)...)
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
