@@ -3,9 +3,13 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +204,66 @@ func BenchmarkBoltTwoCommitFloor(b *testing.B) {
 		}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkBoltOneCommitBehindHTTP is the ceiling of a durable bus that
+// commits once per message: three loopback HTTP requests on a kept
+// connection, the first of which makes one fsync'd write transaction in
+// its handler, the others nothing. Run it beside
+// [BenchmarkBoltTwoCommitFloor]: the ratio of their rates is the most a
+// sequential send, receive and acknowledge over HTTP can reach against
+// that floor on the machine, since a handler that waits for a commit also
+// waits for its threads to wake afterwards.
+func BenchmarkBoltOneCommitBehindHTTP(b *testing.B) {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	bucket := []byte("messages")
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket(bucket)
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var seq uint64 // only the handler of /commit uses it, one request at a time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if r.URL.Path == "/commit" {
+			seq++
+			key := []byte(Key("K#s", seq))
+			if err := db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucket).Put(key, benchValue)
+			}); err != nil {
+				w.WriteHeader(http.StatusInternalServerError)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(srv.Close)
+	client := srv.Client()
+	do := func(path string) {
+		resp, err := client.Post(srv.URL+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s: %s", path, resp.Status)
+		}
+	}
+	for b.Loop() {
+		do("/commit")
+		do("/recv")
+		do("/ack")
 	}
 	reportRate(b)
 }
