@@ -16,7 +16,7 @@ import (
 
 // unitUsage is printed for "interlink-bus unit --help".
 const unitUsage = `Usage: interlink-bus unit [--addr IP:PORT] [--db PATH | --nats URL [NATS options]]
-                          [--queue-cap N] [--bin PATH]
+                          [--queue-cap N] [--ack-delay D] [--bin PATH]
 
 Prints a systemd user unit that runs this interlink-bus, named by its
 absolute path, so that the unit does not depend on where it was installed:
@@ -36,6 +36,8 @@ Options:
                      as for the bus; the credentials file by its absolute
                      path
     --queue-cap N    messages kept per route; default: the bus's own (1024)
+    --ack-delay D    with --db: how long acknowledgements may wait for a
+                     commit; default: the bus's own (100ms)
     --bin PATH       the interlink-bus to run; default: this program
     -h, --help       show this help
 
@@ -97,7 +99,7 @@ func (c *cli) unit(args []string) int {
 	fset := flag.NewFlagSet(progName+" unit", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
-	var addr, db, queueCap, bin string
+	var addr, db, queueCap, ackDelay, bin string
 	var nf natsFlags
 	fset.StringVar(&addr, "addr", defaultAddr, "")
 	fset.StringVar(&db, "db", "", "")
@@ -106,6 +108,7 @@ func (c *cli) unit(args []string) int {
 	fset.StringVar(&nf.replicas, "nats-replicas", "", "")
 	fset.StringVar(&nf.creds, "nats-creds", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&bin, "bin", "", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -147,6 +150,16 @@ func (c *cli) unit(args []string) int {
 			return c.fail(exitUsage, fmt.Sprintf("unit: --queue-cap %q: %v", queueCap, err), unitHint)
 		}
 		cmd = append(cmd, "--queue-cap", queueCap)
+	}
+	if ackDelay != "" {
+		if nf.url != "" {
+			return c.fail(exitUsage, "unit: --ack-delay applies only to a --db bus, not with --nats", unitHint)
+		}
+		d, err := parseAckDelay(ackDelay)
+		if err != nil {
+			return c.fail(exitUsage, fmt.Sprintf("unit: --ack-delay %q: %v", ackDelay, err), unitHint)
+		}
+		cmd = append(cmd, "--ack-delay", d.String())
 	}
 	if bin == "" {
 		if bin, err = selfPath(); err != nil {

@@ -88,11 +88,11 @@ func TestUnitQuotesPathsThatSystemdWouldSplitOrExpand(t *testing.T) {
 	if err := os.WriteFile(bin, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, unit, stderr := runUnit(t, "--bin", bin, "--db", "/srv/q $HOME/bus.db", "--addr", "[::1]:9441", "--queue-cap", "64")
+	code, unit, stderr := runUnit(t, "--bin", bin, "--db", "/srv/q $HOME/bus.db", "--addr", "[::1]:9441", "--queue-cap", "64", "--ack-delay", "250ms")
 	if code != exitOK {
 		t.Fatalf("unit: status %d, stderr %q", code, stderr)
 	}
-	want := `"` + strings.ReplaceAll(bin, "%", "%%") + `" --addr [::1]:9441 --db "/srv/q $$HOME/bus.db" --queue-cap 64`
+	want := `"` + strings.ReplaceAll(bin, "%", "%%") + `" --addr [::1]:9441 --db "/srv/q $$HOME/bus.db" --queue-cap 64 --ack-delay 250ms`
 	if got := execStart(t, unit); got != want {
 		t.Errorf("ExecStart=%s\nwant      %s", got, want)
 	}
@@ -110,6 +110,8 @@ func TestUnitRefusesWhatSystemdCannotUse(t *testing.T) {
 		{"relative database", []string{"--db", "bus.db"}, `unit: --db "bus.db": not an absolute path`},
 		{"relative binary", []string{"--bin", "bin/interlink-bus"}, `unit: --bin "bin/interlink-bus": not an absolute path`},
 		{"bad cap", []string{"--queue-cap", "-1"}, `unit: --queue-cap "-1"`},
+		{"bad acknowledgement delay", []string{"--ack-delay", "2h"}, `unit: --ack-delay "2h"`},
+		{"acknowledgement delay with NATS", []string{"--nats", "nats://127.0.0.1:4222", "--ack-delay", "1s"}, `unit: --ack-delay applies only to a --db bus`},
 		{"stray argument", []string{"now"}, `unit: unexpected argument "now"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
