@@ -16,7 +16,7 @@ import (
 
 // reservedClaims are names a stranger might claim in a knock to have its
 // words shown as interlink's own or as this identity's.
-var reservedClaims = []string{`"Interlink"`, `Inter"link`, "<self>", "INTERLINK", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf"}
+var reservedClaims = []string{`"Interlink"`, `Inter"link`, "<self>", "INTERLINK", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf", "\u0406nterlink", "lnterlink"}
 
 // A stranger whose knock claims a reserved name in any disguise is, once
 // the operator accepts it, a peer under its fingerprint; a claim that only

@@ -67,7 +67,7 @@ func FuzzPetname(f *testing.F) {
 	for _, s := range []string{
 		"laptop", "bob laptop", "self", "Interlink", `"Interlink"`, `Inter"link`, "<self>", "INTERLINK",
 		"Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf", " self ", "a\xffb", "\u202eknil", "bob's <desk> & `co`",
-		"", " ", "\u00a0x", strings.Repeat("é", 65), "Interlin\u212a", "\u017felf",
+		"", " ", "\u00a0x", strings.Repeat("é", 65), "Interlin\u212a", "\u017felf", "\u0406nterlink", "lnterl1nk", "s\u0435lf",
 	} {
 		f.Add(s)
 	}

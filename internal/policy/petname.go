@@ -87,14 +87,25 @@ func renderUnsafe(r rune) bool {
 // compatibility forms become the plain letters they look like), the
 // characters [CheckPetname] refuses are removed (so an invisible character
 // or a quote inside the word does not hide it), surrounding white space is
-// trimmed, and what is left is compared without regard to case. "SELF",
-// "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink" and "<self>" are all reserved.
+// trimmed, and what is left is reduced to its look: accents dropped,
+// letters of other scripts that look like Latin ones (Cyrillic "і",
+// Greek "Τ", small capitals) taken for those, case ignored, and "I", "l",
+// "1" and "|" counted as one letter, since many fonts draw them alike.
+// "SELF", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "<self>", "lnterlink" and
+// "\u0406nterlink" (Cyrillic І) are all reserved.
 func IsReserved(name string) bool {
-	f := reservedForm(name)
-	return strings.EqualFold(f, protocol.SelfSender) || strings.EqualFold(f, protocol.SystemSender)
+	f := lookalike(reservedForm(name))
+	return f == reservedSelf || f == reservedSystem
 }
 
-// reservedForm returns name as [IsReserved] compares it.
+// The reserved names as [lookalike] reduces them.
+var (
+	reservedSelf   = lookalike(protocol.SelfSender)
+	reservedSystem = lookalike(protocol.SystemSender)
+)
+
+// reservedForm returns name as [IsReserved] compares it, before
+// [lookalike].
 func reservedForm(name string) string {
 	s := norm.NFKC.String(strings.ToValidUTF8(name, ""))
 	s = strings.Map(func(r rune) rune {
@@ -104,6 +115,46 @@ func reservedForm(name string) string {
 		return r
 	}, s)
 	return strings.TrimSpace(s)
+}
+
+// lookalikes maps letters that a reader takes for a letter of "self" or
+// "interlink" to that Latin letter. Only those letters matter: a name that
+// holds any other letter is not reserved whatever it looks like. Letters
+// NFKC already maps (full-width, mathematical, the Kelvin sign, long s)
+// need no entry.
+var lookalikes = map[rune]rune{
+	// i and what fonts draw like I or l; l itself becomes i in lookalike.
+	'ı': 'i', 'ɪ': 'i', 'ɩ': 'i', 'ι': 'i', 'Ι': 'i', 'і': 'i', 'І': 'i',
+	'ӏ': 'i', 'Ӏ': 'i', 'ǀ': 'i', '1': 'i', '|': 'i', 'ʟ': 'i',
+	'ɴ': 'n', 'Ν': 'n', 'ո': 'n',
+	'ᴛ': 't', 'Τ': 't', 'Т': 't', 'т': 't',
+	'ᴇ': 'e', 'Ε': 'e', 'Е': 'e', 'е': 'e',
+	'ʀ': 'r', 'г': 'r',
+	'ᴋ': 'k', 'Κ': 'k', 'κ': 'k', 'К': 'k', 'к': 'k',
+	'ꜱ': 's', 'Ѕ': 's', 'ѕ': 's',
+	'ꜰ': 'f', 'Ϝ': 'f',
+}
+
+// lookalike reduces s to its look for [IsReserved]: accents and other
+// combining marks dropped, the letters of lookalikes replaced, the rest
+// in lower case.
+func lookalike(s string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(s) {
+		if unicode.Is(unicode.Mn, r) {
+			continue
+		}
+		if l, ok := lookalikes[r]; ok {
+			r = l
+		} else {
+			r = unicode.ToLower(r)
+			if r == 'l' {
+				r = 'i'
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // ReducePetname turns a name someone else chose, such as the name a

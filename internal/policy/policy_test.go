@@ -207,6 +207,19 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 		{"Interlin\u212a", true}, // Kelvin sign
 		{"Inter&link", true},
 		{"Inter\u2028link", true},
+		{"\u0406nterlink", true}, // Cyrillic capital byelorussian-ukrainian I
+		{"Int\u0435rlink", true}, // Cyrillic small ie
+		{"\u0399\u039d\u03a4\u0395RL\u0399\u039d\u039a", true}, // Greek capitals
+		{"lnterlink", true}, // small L for capital I
+		{"Interl1nk", true},
+		{"\u026anterlink", true},      // small capital I
+		{"\u00cdnterl\u00efnk", true}, // accents
+		{"s\u0435lf", true},           // Cyrillic small ie
+		{"\u0455elf", true},           // Cyrillic small dze
+		{"seIf", true},                // capital I for small L
+		{"Interlinc", false},
+		{"lnterlinks", false},
+		{"shelf", false},
 		{"myself", false},
 		{"self-2", false},
 		{"self laptop", false},
