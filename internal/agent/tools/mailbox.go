@@ -33,6 +33,26 @@ const (
 	maxReceipts  = 100
 )
 
+// MaxAnswer bounds the bytes of the messages one receive_messages or
+// conversation_history answer shows, so that a batch of long messages
+// stays within what a host puts before the model from one tool call
+// (Claude Code's default limit is 25,000 tokens). An answer always shows at
+// least one message, itself bounded by [render.MaxText]; the messages left
+// out are neither shown nor consumed, and a note says how many there are.
+const MaxAnswer = 48 << 10
+
+// fitAnswer returns how many of parts, from the first, fit together in
+// MaxAnswer bytes with a newline between each two; at least one.
+func fitAnswer(parts []string) int {
+	size := 0
+	for i, p := range parts {
+		if size += len(p) + 1; i > 0 && size-1 > MaxAnswer {
+			return i
+		}
+	}
+	return len(parts)
+}
+
 // Tools returns the mailbox tools.
 func (mb Mailbox) Tools() []Tool {
 	return []Tool{
@@ -102,6 +122,10 @@ func (Mailbox) receiveMessages(_ context.Context, s *session.Session, a receiveA
 	lines := make([]string, len(recs))
 	for i := range recs {
 		lines[i] = render.Record(&recs[i])
+	}
+	if n := fitAnswer(lines); n < len(lines) {
+		lines = append(lines[:n], fmt.Sprintf("[interlink] %d more unread messages of this batch are not shown, to keep this answer under %d KiB. "+
+			"Acknowledge the messages above, then call receive_messages again for the rest.", len(lines)-n, MaxAnswer>>10))
 	}
 	return strings.Join(lines, "\n"), nil
 }
@@ -271,25 +295,42 @@ func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a hist
 	if len(items) > limit {
 		items = items[len(items)-limit:]
 	}
+	if len(items) == 0 {
+		return fmt.Sprintf("no history with %s", a.Peer), nil
+	}
+	// Rendered newest first, as consuming would leave them, so that the
+	// bound keeps the newest and nothing left out is consumed.
+	shown := make([]string, len(items))
+	for i, it := range items {
+		j := len(items) - 1 - i
+		if it.out != nil {
+			shown[j] = logLine(it.out)
+			continue
+		}
+		r := *it.in
+		if a.Consume {
+			r.State = mailbox.StateAcknowledged
+		}
+		shown[j] = render.Record(&r)
+	}
+	n := fitAnswer(shown)
+	left := len(items) - n
+	items, shown = items[left:], shown[:n]
+	slices.Reverse(shown)
 	if a.Consume {
 		if err := consume(s.Mailbox, items); err != nil {
 			return "", err
 		}
 	}
-	if len(items) == 0 {
-		return fmt.Sprintf("no history with %s", a.Peer), nil
-	}
-	lines := make([]string, 0, len(items)+1)
+	lines := make([]string, 0, len(shown)+2)
 	if a.Consume {
 		lines = append(lines, "The received messages below are now acknowledged.")
 	}
-	for _, it := range items {
-		if it.out != nil {
-			lines = append(lines, logLine(it.out))
-		} else {
-			lines = append(lines, render.Record(it.in))
-		}
+	if left > 0 {
+		lines = append(lines, fmt.Sprintf("[interlink] %d older messages are not shown, to keep this answer under %d KiB; "+
+			"none of them was consumed. Unread ones come with receive_messages.", left, MaxAnswer>>10))
 	}
+	lines = append(lines, shown...)
 	return strings.Join(lines, "\n"), nil
 }
 

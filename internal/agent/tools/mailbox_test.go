@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
+	"github.com/interlink-go/interlink/internal/agent/tools"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -128,4 +129,85 @@ func TestLongMessageIsReadInParts(t *testing.T) {
 	if msg := b.SchemaErr("read_message", map[string]any{"sender": alice.Key(), "msg_id": id, "offset": 1.5}); !strings.Contains(msg, "read_message: offset: ") {
 		t.Errorf("fractional offset: %q", msg)
 	}
+}
+
+// A batch of long messages is shown a few at a time: receive_messages and
+// conversation_history keep their answers within tools.MaxAnswer, say how
+// many messages they left out, and consume none of those.
+func TestLongMessagesAreShownWithinTheAnswerBound(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
+	b := agenttest.Start(t, bob, "b1", []string{url}, nil)
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
+
+	// Two of these fit in one answer, three do not.
+	const n, size = 5, 20000
+	text := func(i int) string { return fmt.Sprintf("report %d: ", i) + strings.Repeat("x", size) }
+	for i := range n {
+		a.OK("send_message", map[string]any{"to": "bob", "text": text(i)})
+	}
+	agenttest.Eventually(t, "every message stored", func() bool { return len(b.Records()) == n })
+
+	history := b.OK("conversation_history", map[string]any{"peer": "alice", "limit": n, "consume": true})
+	if !strings.Contains(history, "[interlink] 3 older messages are not shown") ||
+		strings.Contains(history, "report 2:") || !strings.Contains(history, "report 3:") || !strings.Contains(history, "report 4:") {
+		t.Errorf("history of five long messages does not show the newest two and a note:\n%s", head(history))
+	}
+	// Consumed messages leave the records; the three left out stay unread.
+	unread := 0
+	for _, r := range b.Records() {
+		if r.State == mailbox.StateAcknowledged {
+			t.Errorf("record %s acknowledged but kept", r.Message.MsgID)
+		}
+		unread++
+	}
+	if unread != 3 {
+		t.Errorf("%d records unread after the history consumed two of five, want 3", unread)
+	}
+
+	var seen []string
+	for round := 0; ; round++ {
+		got := b.OK("receive_messages", nil)
+		if round > n {
+			t.Fatalf("still unread after %d rounds:\n%s", round, head(got))
+		}
+		if strings.HasPrefix(got, "No unread messages") {
+			break
+		}
+		body, note, _ := strings.Cut(got, "\n[interlink] ")
+		if len(body) > tools.MaxAnswer {
+			t.Errorf("round %d shows %d bytes of messages, more than %d", round, len(body), tools.MaxAnswer)
+		}
+		receipts := testutil.Receipts(t, got)
+		for i := range n {
+			if strings.Contains(body, fmt.Sprintf("report %d:", i)) {
+				seen = append(seen, strconv.Itoa(i))
+			}
+		}
+		left := unread - len(receipts)
+		unread = left
+		if left > 0 && !strings.HasPrefix(note, fmt.Sprintf("%d more unread messages of this batch are not shown", left)) {
+			t.Errorf("round %d: note %q, want %d more", round, note, left)
+		}
+		if left <= 0 && note != "" {
+			t.Errorf("round %d: a note with nothing left out: %q", round, note)
+		}
+		var ack []any
+		for _, r := range receipts {
+			ack = append(ack, r)
+		}
+		b.OK("acknowledge_messages", map[string]any{"messages": ack})
+	}
+	if got := strings.Join(seen, ","); got != "0,1,2" {
+		t.Errorf("receive_messages showed reports %s, want 0,1,2 (3 and 4 were consumed by the history)", got)
+	}
+}
+
+// head returns the start of a long answer, for failure messages.
+func head(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…"
+	}
+	return s
 }
