@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// MaxReceivedMsgID is the longest msg_id, in bytes, of a message a session
+// takes in. The ids [NewMsgID] makes are 32 characters; a longer one only
+// costs the receiver: the id is kept in memory against replays, written to
+// the mailbox and its tombstones, logged and shown in every receipt.
+const MaxReceivedMsgID = 256
+
 // NewMsgID returns a fresh message id: 16 random bytes as 32 lowercase hex
 // characters. It reads from r, or from the operating system's generator when r
 // is nil, and fails rather than return a predictable id.

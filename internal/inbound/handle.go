@@ -37,8 +37,9 @@ type pendingCommit struct {
 //
 // In order:
 //   - a message without a payload is acknowledged;
-//   - a payload that is not a signed message is logged with reason
-//     "undecodable" and acknowledged;
+//   - a payload that is not a signed message, or whose msg_id is longer
+//     than [identity.MaxReceivedMsgID], is logged with reason "undecodable"
+//     and acknowledged;
 //   - loopback guard: a message from the own key whose reply_to names this
 //     very session is our own message come back, and is acknowledged
 //     silently. The check runs before verification because it needs none:
@@ -77,6 +78,12 @@ func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err erro
 	m, err := identity.DecodeMessage(d.Payload)
 	if err != nil {
 		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload))
+		l.cfg.Dropped(&identity.Message{}, "undecodable")
+		return true, nil
+	}
+	if len(m.MsgID) > identity.MaxReceivedMsgID {
+		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload),
+			"msg_id_bytes", len(m.MsgID), "sender", identity.Fingerprint(m.From))
 		l.cfg.Dropped(&identity.Message{}, "undecodable")
 		return true, nil
 	}

@@ -75,6 +75,28 @@ func TestHandle(t *testing.T) {
 			},
 		},
 		{
+			name: "peer with an oversized msg_id",
+			payload: func(f *fixture) []byte {
+				return payload(t, f.msg(t, f.alice, func(m *identity.Message) {
+					m.MsgID = strings.Repeat("a", identity.MaxReceivedMsgID+1)
+				}))
+			},
+			want: func(*fixture) want {
+				return want{ack: true, log: []string{"reason=undecodable", fmt.Sprintf("msg_id_bytes=%d", identity.MaxReceivedMsgID+1)}}
+			},
+		},
+		{
+			name: "peer with the longest msg_id taken",
+			payload: func(f *fixture) []byte {
+				return payload(t, f.msg(t, f.alice, func(m *identity.Message) {
+					m.MsgID = strings.Repeat("a", identity.MaxReceivedMsgID)
+				}))
+			},
+			want: func(f *fixture) want {
+				return want{ack: true, peer: "alice", sticky: map[string]string{f.alice.Public().String(): "s-1"}}
+			},
+		},
+		{
 			name: "bad signature",
 			payload: func(f *fixture) []byte {
 				m := f.msg(t, f.alice, nil)
