@@ -311,13 +311,12 @@ func TestSecondBusOnSameFile(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "shared.db")
 	first := startBus(t, busEnv(), "--addr", "127.0.0.1:0", "--db", db)
 
-	start := time.Now()
+	// The second bus gives up once its wait for the file's lock times out,
+	// rather than waiting for the first to end; the limit here only stops
+	// a hung test.
 	second := launch(t, busEnv(), "--addr", "127.0.0.1:0", "--db", db)
-	if code := second.wait(t, 5*time.Second); code != 1 {
+	if code := second.wait(t, 15*time.Second); code != 1 {
 		t.Errorf("second bus exited with %d, want 1", code)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("second bus took %v to give up", d)
 	}
 	out := second.logs.String()
 	if !strings.Contains(out, "interlink-bus: database "+db+" is in use by another process\n") {
