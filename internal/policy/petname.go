@@ -137,7 +137,7 @@ var lookalikes = map[rune]rune{
 
 // lookalike reduces s to its look for [IsReserved]: accents and other
 // combining marks dropped, the letters of lookalikes replaced, the rest
-// in lower case.
+// in lower case, and l written as i.
 func lookalike(s string) string {
 	var b strings.Builder
 	for _, r := range norm.NFD.String(s) {
