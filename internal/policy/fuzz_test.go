@@ -99,6 +99,9 @@ func FuzzPetname(f *testing.F) {
 				t.Fatalf("Parse and CheckPetname disagree on %q: %v / %v", name, perr, err)
 			}
 		}
+		if !LooksLike(name, name) {
+			t.Fatalf("%q does not look like itself", name)
+		}
 		r := ReducePetname(name)
 		if r != "" && !IsReserved(r) {
 			if err := CheckPetname(r); err != nil {

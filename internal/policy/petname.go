@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -87,25 +88,17 @@ func renderUnsafe(r rune) bool {
 // compatibility forms become the plain letters they look like), the
 // characters [CheckPetname] refuses are removed (so an invisible character
 // or a quote inside the word does not hide it), surrounding white space is
-// trimmed, and what is left is reduced to its look: accents dropped,
-// letters of other scripts that look like Latin ones (Cyrillic "і",
-// Greek "Τ", small capitals) taken for those, case ignored, and "I", "l",
-// "1" and "|" counted as one letter, since many fonts draw them alike.
-// "SELF", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "<self>", "lnterlink" and
-// "\u0406nterlink" (Cyrillic І) are all reserved.
+// trimmed, and what is left is compared letter by letter, without regard to
+// case, by the letter each one is drawn like ([LooksLike] tells how).
+// "SELF", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "<self>", "lnterlink" (a
+// small L for the capital I) and "\u0406nterlink" (a Cyrillic І) are all
+// reserved; "Seif" is not.
 func IsReserved(name string) bool {
-	f := lookalike(reservedForm(name))
-	return f == reservedSelf || f == reservedSystem
+	s := shape(reservedForm(name))
+	return spells(s, protocol.SelfSender) || spells(s, protocol.SystemSender)
 }
 
-// The reserved names as [lookalike] reduces them.
-var (
-	reservedSelf   = lookalike(protocol.SelfSender)
-	reservedSystem = lookalike(protocol.SystemSender)
-)
-
-// reservedForm returns name as [IsReserved] compares it, before
-// [lookalike].
+// reservedForm returns name as [IsReserved] compares it, before [shape].
 func reservedForm(name string) string {
 	s := norm.NFKC.String(strings.ToValidUTF8(name, ""))
 	s = strings.Map(func(r rune) rune {
@@ -117,44 +110,80 @@ func reservedForm(name string) string {
 	return strings.TrimSpace(s)
 }
 
-// lookalikes maps letters that a reader takes for a letter of "self" or
-// "interlink" to that Latin letter. Only those letters matter: a name that
-// holds any other letter is not reserved whatever it looks like. Letters
-// NFKC already maps (full-width, mathematical, the Kelvin sign, long s)
-// need no entry.
-var lookalikes = map[rune]rune{
-	// i and what fonts draw like I or l; l itself becomes i in lookalike.
-	'ı': 'i', 'ɪ': 'i', 'ɩ': 'i', 'ι': 'i', 'Ι': 'i', 'і': 'i', 'І': 'i',
-	'ӏ': 'i', 'Ӏ': 'i', 'ǀ': 'i', '1': 'i', '|': 'i', 'ʟ': 'i',
-	'ɴ': 'n', 'Ν': 'n', 'ո': 'n',
-	'ᴛ': 't', 'Τ': 't', 'Т': 't', 'т': 't',
-	'ᴇ': 'e', 'Ε': 'e', 'Е': 'e', 'е': 'e',
-	'ʀ': 'r', 'г': 'r',
-	'ᴋ': 'k', 'Κ': 'k', 'κ': 'k', 'К': 'k', 'к': 'k',
-	'ꜱ': 's', 'Ѕ': 's', 'ѕ': 's',
-	'ꜰ': 'f', 'Ϝ': 'f',
+// spells reports whether the shape s reads as word in any case: each of
+// its letters is drawn like the letter of word, or like its capital.
+func spells(s []rune, word string) bool {
+	w := []rune(word)
+	if len(s) != len(w) {
+		return false
+	}
+	for i, g := range s {
+		lower := unicode.ToLower(w[i])
+		if g != glyph(lower) && g != glyph(unicode.ToUpper(lower)) {
+			return false
+		}
+	}
+	return true
 }
 
-// lookalike reduces s to its look for [IsReserved]: accents and other
-// combining marks dropped, the letters of lookalikes replaced, the rest
-// in lower case, and l written as i.
-func lookalike(s string) string {
-	var b strings.Builder
+// LooksLike reports whether petnames a and b look alike to a reader: the
+// same letters once accents are dropped and letters of other scripts that
+// are drawn like a Latin letter are taken for it (a Cyrillic "о" for "o",
+// a Greek "Τ" for "T", a small L for a capital I, a digit 1 for either).
+// Case counts: "Bob" and "bob" differ. It knows single letters only, not
+// pairs such as "rn" for "m".
+func LooksLike(a, b string) bool {
+	return slices.Equal(shape(norm.NFKC.String(a)), shape(norm.NFKC.String(b)))
+}
+
+// shape returns the letters of s as they are drawn: accents and other
+// combining marks dropped, each letter replaced by its [glyph].
+func shape(s string) []rune {
+	out := make([]rune, 0, len(s))
 	for _, r := range norm.NFD.String(s) {
-		if unicode.Is(unicode.Mn, r) {
-			continue
+		if !unicode.Is(unicode.Mn, r) {
+			out = append(out, glyph(r))
 		}
-		if l, ok := lookalikes[r]; ok {
-			r = l
-		} else {
-			r = unicode.ToLower(r)
-			if r == 'l' {
-				r = 'i'
-			}
-		}
-		b.WriteRune(r)
 	}
-	return b.String()
+	return out
+}
+
+// glyph returns the Latin letter r is drawn like, keeping its case, or r
+// itself. Capital I, small L, the digit 1 and the vertical bar are all
+// drawn as a bar and share the glyph l.
+func glyph(r rune) rune {
+	if g, ok := lookalikes[r]; ok {
+		return g
+	}
+	return r
+}
+
+// lookalikes maps letters and signs that are drawn like a Latin letter to
+// that letter. Letters NFKC already maps (full-width, mathematical, the
+// Kelvin sign, the long s) need no entry.
+var lookalikes = map[rune]rune{
+	// Drawn as a bar.
+	'I': 'l', '1': 'l', '|': 'l', 'ǀ': 'l', 'Ι': 'l', 'І': 'l', 'Ӏ': 'l', 'ӏ': 'l', 'ɪ': 'l',
+	// Drawn like a small i.
+	'ı': 'i', 'ɩ': 'i', 'ι': 'i', 'і': 'i',
+	// Cyrillic.
+	'а': 'a', 'А': 'A', 'В': 'B', 'с': 'c', 'С': 'C', 'ԁ': 'd', 'е': 'e', 'Е': 'E',
+	'һ': 'h', 'Һ': 'H', 'Н': 'H', 'ј': 'j', 'Ј': 'J', 'к': 'K', 'К': 'K', 'М': 'M',
+	'о': 'o', 'О': 'O', 'р': 'p', 'Р': 'P', 'ԛ': 'q', 'Ԛ': 'Q', 'г': 'r', 'ѕ': 's',
+	'Ѕ': 'S', 'т': 'T', 'Т': 'T', 'у': 'y', 'У': 'Y', 'Ү': 'Y', 'ԝ': 'w', 'Ԝ': 'W',
+	'х': 'x', 'Х': 'X',
+	// Greek.
+	'Α': 'A', 'α': 'a', 'Β': 'B', 'ϲ': 'c', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Κ': 'K',
+	'κ': 'K', 'Μ': 'M', 'Ν': 'N', 'ν': 'v', 'Ο': 'O', 'ο': 'o', 'Ρ': 'P', 'ρ': 'p',
+	'Τ': 'T', 'Υ': 'Y', 'υ': 'u', 'Χ': 'X', 'χ': 'x', 'Ϝ': 'F',
+	// Armenian.
+	'ո': 'n', 'ս': 'u', 'օ': 'o', 'հ': 'h', 'զ': 'q',
+	// Small capitals and other Latin letters.
+	'ʟ': 'L', 'ɴ': 'N', 'ᴛ': 'T', 'ᴇ': 'E', 'ʀ': 'R', 'ᴋ': 'K', 'ꜱ': 's', 'ꜰ': 'F',
+	'ᴏ': 'o', 'ᴄ': 'c', 'ᴀ': 'A', 'ʙ': 'B', 'ᴅ': 'D', 'ʜ': 'H', 'ᴊ': 'J', 'ᴍ': 'M',
+	'ᴘ': 'P', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'Y', 'ᴢ': 'z', 'ɡ': 'g', 'ɑ': 'a',
+	// Digits drawn like letters.
+	'0': 'O',
 }
 
 // ReducePetname turns a name someone else chose, such as the name a

@@ -220,6 +220,8 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 		{"Interlinc", false},
 		{"lnterlinks", false},
 		{"shelf", false},
+		{"Seif", false},
+		{"interiink", false}, // a small i is not drawn like a small L
 		{"myself", false},
 		{"self-2", false},
 		{"self laptop", false},
@@ -232,6 +234,34 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 	for _, tt := range tests {
 		if got := IsReserved(tt.name); got != tt.want {
 			t.Errorf("IsReserved(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLooksLikeComparesTheDrawnLetters(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"bob", "bob", true},
+		{"bob", "b\u043eb", true},                                // Cyrillic small o
+		{"PAPA", "\u0420\u0410\u0420\u0410", true},               // Cyrillic capitals
+		{"Bill", "BiII", true},                                   // capital I for small L
+		{"Bill", "Bi11", true},                                   // digit 1
+		{"Jose", "Jos\u00e9", true},                              // accent
+		{"Jose", "Jose\u0301", true},                             // combining accent
+		{"laptop", "\uff4c\uff41\uff50\uff54\uff4f\uff50", true}, // full width
+		{"bob", "Bob", false},
+		{"self", "seif", false},
+		{"bob", "bobby", false},
+		{"ops/db-1", "ops/db-2", false},
+		{"\u65e5\u672c", "\u65e5\u672c", true},
+	} {
+		if got := LooksLike(tt.a, tt.b); got != tt.want {
+			t.Errorf("LooksLike(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+		if got := LooksLike(tt.b, tt.a); got != tt.want {
+			t.Errorf("LooksLike(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
 		}
 	}
 }

@@ -189,8 +189,9 @@ func (s *Store) AddForPairing(name string, key identity.PublicKey) (string, erro
 //   - otherwise the claimed name is reduced to the characters a petname may
 //     hold ([ReducePetname]); if that leaves it empty or reserved, the key's
 //     fingerprint is used instead;
-//   - if that name is taken by another key, the first free of name-2,
-//     name-3, … is used, with name cut so the whole stays within
+//   - if that name is taken by another key, or looks like a name of another
+//     key ([LooksLike]: a Cyrillic "bоb" beside "bob"), the first free of
+//     name-2, name-3, … is used, with name cut so the whole stays within
 //     [PetnameLimit] characters.
 //
 // The claimed name is chosen by a stranger, so it never takes over an
@@ -224,14 +225,25 @@ func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
 		// Empty or reserved: the fingerprint is always a valid petname.
 		base = key.Fingerprint()
 	}
-	if _, taken := p.byName[base]; !taken {
+	taken := func(name string) bool {
+		if _, ok := p.byName[name]; ok {
+			return true
+		}
+		for other := range p.byName {
+			if LooksLike(name, other) {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(base) {
 		return base
 	}
 	// Terminates: p has finitely many names.
 	for n := 2; ; n++ {
 		suffix := "-" + strconv.Itoa(n)
 		name := untrusted.CapRunes(base, PetnameLimit-len(suffix)) + suffix
-		if _, taken := p.byName[name]; !taken {
+		if !taken(name) {
 			return name
 		}
 	}
