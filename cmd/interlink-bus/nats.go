@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -28,6 +29,14 @@ type natsConfig struct {
 // natsFlags holds the raw values of the NATS flags.
 type natsFlags struct {
 	url, stream, replicas, creds string
+}
+
+// register declares the NATS options on fset, for the bus and its unit.
+func (f *natsFlags) register(fset *flag.FlagSet) {
+	fset.StringVar(&f.url, "nats", "", "")
+	fset.StringVar(&f.stream, "nats-stream", "", "")
+	fset.StringVar(&f.replicas, "nats-replicas", "", "")
+	fset.StringVar(&f.creds, "nats-creds", "", "")
 }
 
 // natsSettings resolves and checks the NATS options. db is the resolved

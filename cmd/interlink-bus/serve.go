@@ -198,10 +198,7 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	var nf natsFlags
 	fset.StringVar(&addr, "addr", "", "")
 	fset.StringVar(&db, "db", "", "")
-	fset.StringVar(&nf.url, "nats", "", "")
-	fset.StringVar(&nf.stream, "nats-stream", "", "")
-	fset.StringVar(&nf.replicas, "nats-replicas", "", "")
-	fset.StringVar(&nf.creds, "nats-creds", "", "")
+	nf.register(fset)
 	fset.StringVar(&queueCap, "queue-cap", "", "")
 	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")

@@ -103,10 +103,7 @@ func (c *cli) unit(args []string) int {
 	var nf natsFlags
 	fset.StringVar(&addr, "addr", defaultAddr, "")
 	fset.StringVar(&db, "db", "", "")
-	fset.StringVar(&nf.url, "nats", "", "")
-	fset.StringVar(&nf.stream, "nats-stream", "", "")
-	fset.StringVar(&nf.replicas, "nats-replicas", "", "")
-	fset.StringVar(&nf.creds, "nats-creds", "", "")
+	nf.register(fset)
 	fset.StringVar(&queueCap, "queue-cap", "", "")
 	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&bin, "bin", "", "")
