@@ -155,14 +155,15 @@ func TestKilledBusLosesNothingItAccepted(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusAccepted
 	}
+	// due is closed once a has taken killAfter sends, or once a send to a
+	// failed first, which stops the senders' use of a.
+	due := make(chan struct{})
+	var dueOnce sync.Once
+	kill := func() { dueOnce.Do(func() { close(due) }) }
 	killed := make(chan struct{})
 	go func() {
 		defer close(killed)
-		// A send that a failed before the kill stops the senders' use
-		// of a, and with it the count this waits for.
-		for fromA.Load() < killAfter && !aDead.Load() {
-			time.Sleep(time.Millisecond)
-		}
+		<-due
 		a.cmd.Process.Signal(syscall.SIGKILL)
 		a.wait(t, 5*time.Second)
 	}()
@@ -174,10 +175,13 @@ func TestKilledBusLosesNothingItAccepted(t *testing.T) {
 				if !aDead.Load() {
 					attempts[id].Add(1)
 					if sendTo(a.base, route, id) {
-						fromA.Add(1)
+						if fromA.Add(1) >= killAfter {
+							kill()
+						}
 						continue
 					}
 					aDead.Store(true)
+					kill()
 				}
 				attempts[id].Add(1)
 				deadline := time.Now().Add(10 * time.Second)
