@@ -41,6 +41,9 @@ func TestKillDuringSendAndAckBurstKeepsUnacknowledged(t *testing.T) {
 		stop  atomic.Bool
 		count atomic.Int64
 		wg    sync.WaitGroup
+		// due is closed when the sends answered 202 reach killAfter.
+		due     = make(chan struct{})
+		dueOnce sync.Once
 	)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for i := range routes {
@@ -62,7 +65,9 @@ func TestKillDuringSendAndAckBurstKeepsUnacknowledged(t *testing.T) {
 					l.mu.Lock()
 					l.accepted[j] = true
 					l.mu.Unlock()
-					count.Add(1)
+					if count.Add(1) >= killAfter {
+						dueOnce.Do(func() { close(due) })
+					}
 				}
 			}
 		})
@@ -100,8 +105,10 @@ func TestKillDuringSendAndAckBurstKeepsUnacknowledged(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && count.Load() < killAfter; {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-due:
+	case <-time.After(time.Minute): // only stops a hung test
+		t.Fatalf("%d sends answered 202 in a minute, want %d before the kill", count.Load(), killAfter)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
