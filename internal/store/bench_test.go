@@ -174,10 +174,9 @@ func fill(b *testing.B, s Store, route string, n int) {
 	}
 }
 
-// BenchmarkBoltTwoCommitFloor is raw bbolt doing what a send and an ack cost
-// at least: two fsync'd write transactions, a put and then a delete. It is
-// the floor the bus's durable sequential send-and-ack rate is compared with.
-func BenchmarkBoltTwoCommitFloor(b *testing.B) {
+// rawBolt opens a bbolt file of b's own with one empty bucket, for the
+// floors that measure bbolt without the store.
+func rawBolt(b *testing.B) (*bolt.DB, []byte) {
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -190,6 +189,14 @@ func BenchmarkBoltTwoCommitFloor(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	return db, bucket
+}
+
+// BenchmarkBoltTwoCommitFloor is raw bbolt doing what a send and an ack cost
+// at least: two fsync'd write transactions, a put and then a delete. It is
+// the floor the bus's durable sequential send-and-ack rate is compared with.
+func BenchmarkBoltTwoCommitFloor(b *testing.B) {
+	db, bucket := rawBolt(b)
 	var seq uint64
 	for b.Loop() {
 		seq++
@@ -217,18 +224,7 @@ func BenchmarkBoltTwoCommitFloor(b *testing.B) {
 // that floor on the machine, since a handler that waits for a commit also
 // waits for its threads to wake afterwards.
 func BenchmarkBoltOneCommitBehindHTTP(b *testing.B) {
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	bucket := []byte("messages")
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket(bucket)
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
+	db, bucket := rawBolt(b)
 	var seq uint64 // only the handler of /commit uses it, one request at a time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
