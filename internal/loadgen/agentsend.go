@@ -73,13 +73,8 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		for j := 0; ctx.Err() == nil; j++ {
 			start := time.Now()
 			err := c.Send(ctx, route, makePayload("a"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.since(), r.cfg.Size))
-			switch {
-			case ctx.Err() != nil:
+			if t.record(ctx, start, err) {
 				return
-			case err != nil:
-				t.fail(ctx, err)
-			default:
-				t.ok(time.Since(start))
 			}
 		}
 	})

@@ -38,13 +38,8 @@ func (r *run) fill(ctx context.Context) (Result, error) {
 			route := r.route("fill", int(k%int64(routes)))
 			start := time.Now()
 			err := r.client.send(ctx, route, makePayload("f"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
-			switch {
-			case ctx.Err() != nil:
+			if t.record(ctx, start, err) {
 				return
-			case err != nil:
-				t.fail(ctx, err)
-			default:
-				t.ok(time.Since(start))
 			}
 		}
 	})

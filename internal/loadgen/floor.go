@@ -69,13 +69,8 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 					err = c.post(ctx, "/ack", ackBody, http.StatusOK)
 				}
 			}
-			switch {
-			case ctx.Err() != nil:
+			if t.record(ctx, start, err) {
 				return
-			case err != nil:
-				t.fail(ctx, err)
-			default:
-				t.ok(time.Since(start))
 			}
 		}
 	})

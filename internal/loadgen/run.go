@@ -334,6 +334,22 @@ func (t *tally) ok(d time.Duration) {
 	t.rec.Add(d)
 }
 
+// record records an operation that began at start and ended with err,
+// and reports whether ctx has ended, which leaves it unrecorded: an
+// operation cut off by the end of a phase is neither a success nor a
+// failure.
+func (t *tally) record(ctx context.Context, start time.Time, err error) (ended bool) {
+	switch {
+	case ctx.Err() != nil:
+		return true
+	case err != nil:
+		t.fail(ctx, err)
+	default:
+		t.ok(time.Since(start))
+	}
+	return false
+}
+
 // fail records a failed operation and pauses the calling worker briefly.
 func (t *tally) fail(ctx context.Context, err error) {
 	t.errs.Add(1)
