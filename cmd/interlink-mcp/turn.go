@@ -2,12 +2,10 @@ package main
 
 import (
 	"io"
-	"strings"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/paths"
-	"github.com/interlink-go/interlink/internal/route"
 )
 
 const turnUsage = `Usage: interlink-mcp turn [--session ID] [--state-dir DIR]
@@ -39,12 +37,8 @@ func (c *cli) turn(args []string, stdin io.Reader) int {
 	if _, ok := c.parseFlags(fset, args, turnUsage, "turn: ", exitOK, ""); !ok {
 		return exitOK
 	}
-	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
-	session = strings.TrimSpace(explicit)
-	if session == "" {
-		session = hookSession(stdin)
-	}
-	if err := route.ValidateSession(session); err != nil {
+	session, err := c.hookSessionID(session, stdin)
+	if err != nil {
 		c.fail(exitOK, "turn: session id "+session+": "+err.Error())
 		return exitOK
 	}

@@ -74,12 +74,8 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 	if channelMode(c.getenv) {
 		return exitOK
 	}
-	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
-	session = strings.TrimSpace(explicit)
-	if session == "" {
-		session = hookSession(stdin)
-	}
-	if err := route.ValidateSession(session); err != nil {
+	session, err := c.hookSessionID(session, stdin)
+	if err != nil {
 		return c.fail(exitError, fmt.Sprintf("wait: session id %q: %v", session, err))
 	}
 	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
@@ -148,6 +144,18 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 		return exitWake
 	}
 	return exitWake
+}
+
+// hookSessionID returns the session a hook command acts for: the one
+// --session (or INTERLINK_SESSION) names, else the session_id of the
+// hook's JSON input on stdin. err says why that id is not a valid session.
+func (c *cli) hookSessionID(flagValue string, stdin io.Reader) (session string, err error) {
+	explicit, _ := c.setting(flagValue, "--session", "INTERLINK_SESSION", "")
+	session = strings.TrimSpace(explicit)
+	if session == "" {
+		session = hookSession(stdin)
+	}
+	return session, route.ValidateSession(session)
 }
 
 // hookSession returns the session_id of the Stop hook's JSON input, or
