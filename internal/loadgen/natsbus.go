@@ -99,38 +99,6 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	return serveTarget(handler, desc, logger, shutdown, cleanup)
 }
 
-// serveTarget serves h on a free 127.0.0.1 port. Stopping the target calls
-// shutdown, which ends parked polls, shuts the server down, waiting a
-// little for requests still running, then calls cleanup.
-func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func(), cleanup func() error) (*target, error) {
-	ln, err := loopbackListen()
-	if err != nil {
-		return nil, err
-	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	stop := func() error {
-		shutdown()
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		err := hs.Shutdown(ctx)
-		if err != nil {
-			err = hs.Close()
-		}
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return errors.Join(err, cleanup())
-	}
-	return &target{url: "http://" + ln.Addr().String(), desc: desc, local: true, stop: stop}, nil
-}
-
 // removeStream removes the run's stream and its roster bucket from the
 // server at natsURL.
 func removeStream(natsURL, stream string) error {

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,28 +69,36 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 		return err
 	}
 
+	srv := bus.New(st, &bus.Options{Logger: logger})
+	// Served as interlink-bus serves it, metrics included.
+	return serveTarget(metrics.Handler(srv), desc, logger, srv.Shutdown, cleanup)
+}
+
+// serveTarget serves h on a free 127.0.0.1 port. Stopping the target calls
+// shutdown, which ends parked polls, shuts the server down, waiting a
+// little for requests still running, then calls cleanup. When serving
+// cannot start, cleanup is called at once.
+func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func(), cleanup func() error) (*target, error) {
 	ln, err := loopbackListen()
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	srv := bus.New(st, &bus.Options{Logger: logger})
 	hs := &http.Server{
-		// Served as interlink-bus serves it, metrics included.
-		Handler:           metrics.Handler(srv),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
-	// Parked long-polls are active connections that Shutdown would wait
-	// for; the bus ends them once the listener is closed.
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-
-	// By the time the bus stops the load is over; nothing needs a
-	// graceful goodbye.
 	stop := func() error {
-		srv.Shutdown()
-		err := hs.Close()
+		shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		err := hs.Shutdown(ctx)
+		if err != nil {
+			err = hs.Close()
+		}
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
