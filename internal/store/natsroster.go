@@ -164,13 +164,8 @@ func rosterConfig(bucket string, maxAge time.Duration, records, value, replicas 
 // compareRosterConfig lists the settings of an existing roster bucket
 // that break what the roster relies on.
 func compareRosterConfig(have, want jetstream.StreamConfig) []ConfigMismatch {
-	var ms []ConfigMismatch
-	add := func(field string, h, w any) {
-		hs, ws := fmt.Sprint(h), fmt.Sprint(w)
-		if hs != ws {
-			ms = append(ms, ConfigMismatch{Field: field, Have: hs, Want: ws})
-		}
-	}
+	var ms mismatches
+	add := ms.add
 	add("subjects", "["+strings.Join(have.Subjects, " ")+"]", "["+strings.Join(want.Subjects, " ")+"]")
 	add("retention", have.Retention, want.Retention)
 	add("storage", have.Storage, want.Storage)

@@ -159,19 +159,25 @@ func (e *StreamConfigError) Error() string {
 // Unwrap returns [ErrStreamConfig].
 func (e *StreamConfigError) Unwrap() error { return ErrStreamConfig }
 
+// mismatches collects the settings of a stream or bucket that differ from
+// what they should be.
+type mismatches []ConfigMismatch
+
+// add records field when have and want, printed, differ.
+func (ms *mismatches) add(field string, have, want any) {
+	if h, w := fmt.Sprint(have), fmt.Sprint(want); h != w {
+		*ms = append(*ms, ConfigMismatch{Field: field, Have: h, Want: w})
+	}
+}
+
 // compareStreamConfig lists the settings of have that differ from want in
 // ways that break the store's promises: messages kept until deleted or
 // dropped by the per-route cap, FIFO per route, deletes allowed, reads from
 // the stream leader, and a publish acknowledged only once stored. The
 // name, description and first sequence do not matter.
 func compareStreamConfig(have, want jetstream.StreamConfig) []ConfigMismatch {
-	var ms []ConfigMismatch
-	add := func(field string, h, w any) {
-		hs, ws := fmt.Sprint(h), fmt.Sprint(w)
-		if hs != ws {
-			ms = append(ms, ConfigMismatch{Field: field, Have: hs, Want: ws})
-		}
-	}
+	var ms mismatches
+	add := ms.add
 	subjects := func(s []string) string { return "[" + strings.Join(s, " ") + "]" }
 	if !slices.Equal(have.Subjects, want.Subjects) {
 		ms = append(ms, ConfigMismatch{Field: "subjects", Have: subjects(have.Subjects), Want: subjects(want.Subjects)})
