@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
@@ -25,15 +24,9 @@ import (
 	"github.com/interlink-go/interlink/internal/version"
 )
 
-// Server timeouts. There is no write timeout: a long-poll legitimately
-// holds its response for up to [bus.MaxRecvTimeout].
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 120 * time.Second
-	// shutdownTimeout bounds the graceful part of a shutdown; connections
-	// still open after it are closed.
-	shutdownTimeout = 5 * time.Second
-)
+// shutdownTimeout bounds the graceful part of a shutdown; connections
+// still open after it are closed.
+const shutdownTimeout = 5 * time.Second
 
 // Defaults of the serve options.
 const (
@@ -93,20 +86,17 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String(), RosterLog: roster})
 	hs := &http.Server{
 		Handler:           metrics.Handler(srv),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: bus.HeaderTimeout,
+		IdleTimeout:       bus.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	// Shutdown closes the listener and then waits for active requests; the
-	// bus ends its parked long-polls so that the wait is short. Connections
-	// that have not sent a request yet would otherwise count as active for
-	// five seconds.
-	var fresh freshConns
-	hs.ConnState = fresh.track
+	// Shutdown closes the listener, and with it the connections still
+	// screened for their first headers, and then waits for active
+	// requests; the bus ends its parked long-polls so that the wait is
+	// short.
 	hs.RegisterOnShutdown(srv.Shutdown)
-	hs.RegisterOnShutdown(fresh.closeAll)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout)) }()
 
 	// A database found damaged while serving stops the bus: every send and
 	// poll would fail from then on, and the file needs its operator.
@@ -280,39 +270,6 @@ func parseAckDelay(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration from 0s to %v, such as 100ms", maxAckDelay)
 	}
 	return d, nil
-}
-
-// freshConns tracks the server's connections that have not started a
-// request. [http.Server.Shutdown] closes idle connections at once but
-// waits up to five seconds for new ones (a client may be about to use
-// them), which would hold up every shutdown where a client had opened a
-// spare connection; the bus is stopping, so such a client can retry.
-type freshConns struct {
-	mu    sync.Mutex // guards conns
-	conns map[net.Conn]struct{}
-}
-
-// track is an [http.Server.ConnState] hook.
-func (f *freshConns) track(c net.Conn, state http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if state == http.StateNew {
-		if f.conns == nil {
-			f.conns = make(map[net.Conn]struct{})
-		}
-		f.conns[c] = struct{}{}
-		return
-	}
-	delete(f.conns, c)
-}
-
-// closeAll closes every connection that has not started a request.
-func (f *freshConns) closeAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for c := range f.conns {
-		c.Close()
-	}
 }
 
 // damagedLine is the one line that reports a damaged database file: which

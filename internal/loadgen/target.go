@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/busmetrics"
@@ -85,12 +84,12 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 	}
 	hs := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: bus.HeaderTimeout,
+		IdleTimeout:       bus.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout)) }()
 	stop := func() error {
 		shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -1,0 +1,185 @@
+package bus
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"sync"
+	"time"
+)
+
+// Connection timeouts of the bus's HTTP server. There is no write timeout:
+// a long-poll legitimately holds its response for up to [MaxRecvTimeout].
+const (
+	// HeaderTimeout is how long a request's headers may take to arrive
+	// once its connection is open, or once the previous request on it
+	// has been answered.
+	HeaderTimeout = 10 * time.Second
+	// IdleTimeout is how long a kept connection may wait for its next
+	// request. Agents give up their own idle connections sooner.
+	IdleTimeout = 120 * time.Second
+)
+
+// screenBuffer is the first size of the buffer a new connection's headers
+// are looked at in; it doubles as they arrive, up to screenLimit.
+const screenBuffer = 512
+
+// screenLimit is how many bytes of a first request the screen looks at
+// before it hands the connection on even without the end of the headers.
+// Real headers are far smaller; the HTTP server enforces its own limit on
+// what follows.
+const screenLimit = 64 << 10
+
+// ScreenHeaders wraps ln so that a new connection reaches the HTTP server
+// only once its first request's headers have arrived whole. Until then the
+// connection waits on a goroutine of its own, which looks at what has
+// arrived without taking it from the socket, and it is closed if the
+// headers are not complete within timeout. The HTTP server gives every
+// connection a 4 KiB read buffer, a 4 KiB write buffer and a goroutine
+// whose stack grows to 8 KiB while it parses headers, so a client that
+// opens connections and stalls in their headers would otherwise cost the
+// bus about 16 KiB each; screened, such a connection costs a few KiB.
+// The server receives the connection untouched and reads the whole
+// request itself; later requests on a kept connection are left to it and
+// its own header timeout.
+//
+// Closing the returned listener also closes the connections it still
+// screens, so a shutdown need not wait for clients that never finish
+// their headers.
+//
+// Where the socket cannot be looked at without reading it (on Windows),
+// ScreenHeaders returns ln as it is.
+func ScreenHeaders(ln net.Listener, timeout time.Duration) net.Listener {
+	if !canPeek {
+		return ln
+	}
+	s := &screen{
+		Listener: ln,
+		timeout:  timeout,
+		ready:    make(chan net.Conn),
+		errs:     make(chan error),
+		done:     make(chan struct{}),
+		waiting:  make(map[net.Conn]struct{}),
+	}
+	go s.acceptLoop()
+	return s
+}
+
+// screen is the listener ScreenHeaders returns.
+type screen struct {
+	net.Listener
+	timeout time.Duration
+	ready   chan net.Conn // connections whose headers are in
+	errs    chan error    // errors from the wrapped listener's Accept
+	done    chan struct{} // closed by Close
+
+	closeOnce sync.Once
+	mu        sync.Mutex // guards waiting and closed
+	waiting   map[net.Conn]struct{}
+	closed    bool
+}
+
+// acceptLoop accepts connections from the wrapped listener and screens
+// each on a goroutine of its own. An accept error is passed on to the
+// HTTP server, which backs off on one it considers temporary and stops
+// serving on any other; either way the loop waits until the server asks
+// again, so a failing listener cannot make it spin.
+func (s *screen) acceptLoop() {
+	for {
+		c, err := s.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case s.errs <- err:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		// Set before c is held, so that a Close from now on ends the wait.
+		c.SetReadDeadline(time.Now().Add(s.timeout))
+		if !s.hold(c) {
+			c.Close()
+			return
+		}
+		go s.read(c)
+	}
+}
+
+// hold records c as being screened, unless the listener is closed.
+func (s *screen) hold(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.waiting[c] = struct{}{}
+	return true
+}
+
+// release forgets c as being screened.
+func (s *screen) release(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.waiting, c)
+}
+
+// read waits until c's first request's headers are in, then hands c to
+// Accept. A connection that ends, fails or times out before that is
+// closed without an answer, as the HTTP server closes one that times out
+// in its headers. (The server would answer 400 to a client that ends its
+// side in the middle of its headers; such a client gets no answer.)
+func (s *screen) read(c net.Conn) {
+	defer s.release(c)
+	if err := awaitHeaders(c); err != nil {
+		c.Close()
+		return
+	}
+	// The HTTP server sets its own deadlines from here on.
+	c.SetReadDeadline(time.Time{})
+	select {
+	case s.ready <- c:
+	case <-s.done:
+		c.Close()
+	}
+}
+
+// headersEnd reports whether b holds the empty line that ends a request's
+// headers. Lines may end in CRLF or, as the HTTP server also accepts, in
+// a bare LF.
+func headersEnd(b []byte) bool {
+	return bytes.Contains(b, []byte("\n\n")) || bytes.Contains(b, []byte("\n\r\n"))
+}
+
+// Accept returns the next connection whose first headers are in.
+func (s *screen) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.ready:
+		return c, nil
+	case err := <-s.errs:
+		return nil, err
+	case <-s.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close closes the wrapped listener and ends the wait of every connection
+// still being screened, which is then closed.
+func (s *screen) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		err = s.Listener.Close()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		// A deadline already past ends each wait; its goroutine then
+		// closes the connection as it would at the header deadline.
+		for c := range s.waiting {
+			c.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
+	return err
+}

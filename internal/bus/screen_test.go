@@ -1,0 +1,280 @@
+package bus
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
+)
+
+// screened listens on 127.0.0.1 through ScreenHeaders with timeout; the
+// listener is closed at cleanup.
+func screened(t *testing.T, timeout time.Duration) net.Listener {
+	t.Helper()
+	if !canPeek {
+		t.Skip("connections are not screened on this system")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ScreenHeaders(ln, timeout)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// dial connects to ln and writes each of parts in a write of its own.
+func dial(t *testing.T, ln net.Listener, parts ...string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	for _, p := range parts {
+		if _, err := io.WriteString(c, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// accepted is what one Accept returned.
+type accepted struct {
+	c   net.Conn
+	err error
+}
+
+// acceptAll accepts from ln until it is closed, sending each result on the
+// returned channel.
+func acceptAll(ln net.Listener) <-chan accepted {
+	out := make(chan accepted, 16)
+	go func() {
+		defer close(out)
+		for {
+			c, err := ln.Accept()
+			out <- accepted{c, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// next returns the next connection from acc, failing the test after a
+// while without one.
+func next(t *testing.T, acc <-chan accepted) net.Conn {
+	t.Helper()
+	select {
+	case a := <-acc:
+		if a.err != nil {
+			t.Fatalf("accept: %v", a.err)
+		}
+		t.Cleanup(func() { a.c.Close() })
+		return a.c
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection was handed on")
+		return nil
+	}
+}
+
+// readEnd reads c until it ends and returns what came and how it ended.
+func readEnd(t *testing.T, c net.Conn) (string, error) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(c)
+	return string(b), err
+}
+
+func TestScreenHandsOnOnlyConnectionsWhoseHeadersAreIn(t *testing.T) {
+	ln := screened(t, time.Minute)
+	acc := acceptAll(ln)
+	// The first client stops in its headers; the second sends its whole
+	// request later, and is handed on first.
+	slow := dial(t, ln, "GET /a HTTP/1.1\r\nHost: bus\r\n")
+	quick := dial(t, ln, "GET /b HTTP/1.1\r\n", "Host: bus\r\n", "\r\n")
+	got := next(t, acc)
+	if want := quick.LocalAddr().String(); got.RemoteAddr().String() != want {
+		t.Fatalf("handed on the connection from %s, want the one from %s whose headers are whole", got.RemoteAddr(), want)
+	}
+	if _, err := io.WriteString(slow, "\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	got = next(t, acc)
+	if want := slow.LocalAddr().String(); got.RemoteAddr().String() != want {
+		t.Fatalf("handed on the connection from %s, want %s", got.RemoteAddr(), want)
+	}
+	// Nothing was taken from the connection: the server reads the whole
+	// request from its start.
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(got, buf, len("GET /a HTTP/1.1\r\nHost: bus\r\n\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(buf[:n]) != "GET /a HTTP/1.1\r\nHost: bus\r\n\r\n" {
+		t.Errorf("the handed-on connection reads %q", buf[:n])
+	}
+}
+
+func TestScreenAcceptsHeadersEndedByBareLineFeeds(t *testing.T) {
+	ln := screened(t, time.Minute)
+	acc := acceptAll(ln)
+	dial(t, ln, "GET / HTTP/1.1\nHost: bus\n", "\n")
+	next(t, acc)
+}
+
+func TestScreenHandsOnHeadersLongerThanItLooksAt(t *testing.T) {
+	ln := screened(t, time.Minute)
+	acc := acceptAll(ln)
+	long := "GET / HTTP/1.1\r\nX-Long: " + strings.Repeat("a", screenLimit) // no end yet
+	dial(t, ln, long)
+	next(t, acc)
+}
+
+func TestScreenClosesConnectionsThatMissTheHeaderDeadline(t *testing.T) {
+	ln := screened(t, 300*time.Millisecond)
+	acc := acceptAll(ln)
+	silent := dial(t, ln)
+	partial := dial(t, ln, "POST /send HTTP/1.1\r\nHost: bus\r\nContent-Type: app")
+	// Both end cleanly, not with a reset, and were never handed on.
+	for _, c := range []net.Conn{silent, partial} {
+		if got, err := readEnd(t, c); err != nil || got != "" {
+			t.Errorf("a connection that missed the header deadline read %q, %v; want a clean end", got, err)
+		}
+	}
+	dial(t, ln, "GET / HTTP/1.1\r\n\r\n")
+	got := next(t, acc)
+	if got.RemoteAddr().String() == silent.LocalAddr().String() || got.RemoteAddr().String() == partial.LocalAddr().String() {
+		t.Error("a connection that missed the header deadline was handed on")
+	}
+}
+
+func TestScreenClosesConnectionsThatEndInTheirHeaders(t *testing.T) {
+	ln := screened(t, time.Minute)
+	acc := acceptAll(ln)
+	gone := dial(t, ln)
+	gone.Close()
+	dial(t, ln, "GET / HTTP/1.1\r\n\r\n")
+	next(t, acc)
+	s := ln.(*screen)
+	testutil.Eventually(t, 10*time.Second, "the closed connection to be dropped", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.waiting) == 0
+	})
+}
+
+func TestClosingTheScreenClosesConnectionsStillInTheirHeaders(t *testing.T) {
+	ln := screened(t, time.Minute)
+	acc := acceptAll(ln)
+	c := dial(t, ln, "GET / HTTP/1.1\r\n")
+	s := ln.(*screen)
+	testutil.Eventually(t, 10*time.Second, "the connection to be screened", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.waiting) == 1
+	})
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readEnd(t, c); err != nil || got != "" {
+		t.Errorf("after the listener closed, its waiting connection read %q, %v; want a clean end", got, err)
+	}
+	a := <-acc
+	if !errors.Is(a.err, net.ErrClosed) {
+		t.Errorf("Accept after Close: %v, %v; want net.ErrClosed", a.c, a.err)
+	}
+}
+
+// TestScreenedServerServesKeptAndPipelinedRequests: an HTTP server behind
+// the screen answers a request whose headers come a byte at a time, the
+// next request on the same connection, and two requests sent at once.
+func TestScreenedServerServesKeptAndPipelinedRequests(t *testing.T) {
+	ln := screened(t, time.Minute)
+	hs := &http.Server{
+		ReadHeaderTimeout: time.Minute,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			io.WriteString(w, r.URL.Path+" "+string(body))
+		}),
+	}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+
+	req := "POST /one HTTP/1.1\r\nHost: bus\r\nContent-Length: 5\r\n\r\nhello"
+	parts := strings.Split(req, "")
+	c := dial(t, ln, parts...)
+	br := bufio.NewReader(c)
+	read := func(want string) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != want {
+			t.Fatalf("answer %d %q, want 200 %q", resp.StatusCode, body, want)
+		}
+	}
+	read("/one hello")
+	io.WriteString(c, "POST /two HTTP/1.1\r\nHost: bus\r\nContent-Length: 2\r\n\r\nhi")
+	read("/two hi")
+	io.WriteString(c, "GET /three HTTP/1.1\r\nHost: bus\r\n\r\nGET /four HTTP/1.1\r\nHost: bus\r\n\r\n")
+	read("/three ")
+	read("/four ")
+}
+
+// errListener returns err from its first Accept, then the connections
+// sent on conns.
+type errListener struct {
+	net.Listener
+	err   error
+	conns chan net.Conn
+}
+
+func (l *errListener) Accept() (net.Conn, error) {
+	if err := l.err; err != nil {
+		l.err = nil
+		return nil, err
+	}
+	c, ok := <-l.conns
+	if !ok {
+		return nil, net.ErrClosed
+	}
+	return c, nil
+}
+
+func (l *errListener) Close() error {
+	close(l.conns)
+	return nil
+}
+
+func TestScreenPassesAcceptErrorsOnAndGoesOn(t *testing.T) {
+	if !canPeek {
+		t.Skip("connections are not screened on this system")
+	}
+	failure := errors.New("too many open files")
+	inner := &errListener{err: failure, conns: make(chan net.Conn, 1)}
+	ln := ScreenHeaders(inner, time.Minute)
+	defer ln.Close()
+	if _, err := ln.Accept(); !errors.Is(err, failure) {
+		t.Fatalf("Accept: %v, want the wrapped listener's error", err)
+	}
+	// A connection without a socket to look at is handed on as it is.
+	mine, theirs := net.Pipe()
+	defer theirs.Close()
+	inner.conns <- mine
+	c, err := ln.Accept()
+	if err != nil || c != mine {
+		t.Fatalf("Accept: %v, %v; want the connection", c, err)
+	}
+}
