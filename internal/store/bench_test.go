@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -222,21 +223,76 @@ func BenchmarkBoltTwoCommitFloor(b *testing.B) {
 // [BenchmarkBoltTwoCommitFloor]: the ratio of their rates is the most a
 // sequential send, receive and acknowledge over HTTP can reach against
 // that floor on the machine, since a handler that waits for a commit also
-// waits for its threads to wake afterwards.
+// waits for its threads to wake afterwards (see
+// [BenchmarkFileSyncBehindHTTP]).
 func BenchmarkBoltOneCommitBehindHTTP(b *testing.B) {
 	db, bucket := rawBolt(b)
-	var seq uint64 // only the handler of /commit uses it, one request at a time
+	var seq uint64 // only the first request's handler uses it, one at a time
+	threeRequests(b, func() error {
+		seq++
+		key := []byte(Key("K#s", seq))
+		return db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucket).Put(key, benchValue)
+		})
+	})
+}
+
+// BenchmarkThreeRequests is three loopback HTTP requests on a kept
+// connection whose handlers do nothing: what HTTP alone costs a round
+// trip.
+func BenchmarkThreeRequests(b *testing.B) {
+	threeRequests(b, func() error { return nil })
+}
+
+// BenchmarkFileSync is a 4 KiB write and an fsync of a file, alone.
+func BenchmarkFileSync(b *testing.B) {
+	sync := syncedWrite(b)
+	for b.Loop() {
+		if err := sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRate(b)
+}
+
+// BenchmarkFileSyncBehindHTTP is [BenchmarkThreeRequests] with the first
+// handler doing what [BenchmarkFileSync] does. Where its time per round
+// trip is well above the sum of those two, waiting for the disk costs the
+// process more than the wait itself: its threads fall idle, and waking
+// them for each request that follows is slow (in a virtual machine in
+// particular).
+func BenchmarkFileSyncBehindHTTP(b *testing.B) {
+	threeRequests(b, syncedWrite(b))
+}
+
+// syncedWrite returns a function that writes 4 KiB at the start of a file
+// of b's own and fsyncs it.
+func syncedWrite(b *testing.B) func() error {
+	f, err := os.Create(filepath.Join(b.TempDir(), "synced"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	page := make([]byte, 4096)
+	return func() error {
+		if _, err := f.WriteAt(page, 0); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
+}
+
+// threeRequests runs b's loop as three loopback HTTP requests on a kept
+// connection, /commit, /recv and /ack; the handler of /commit calls
+// commit and answers 500 if it fails.
+func threeRequests(b *testing.B, commit func() error) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
 		if r.URL.Path == "/commit" {
-			seq++
-			key := []byte(Key("K#s", seq))
-			if err := db.Update(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucket).Put(key, benchValue)
-			}); err != nil {
+			if err := commit(); err != nil {
 				w.WriteHeader(http.StatusInternalServerError)
 				return
 			}
