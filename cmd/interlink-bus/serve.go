@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
@@ -93,8 +94,12 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// Shutdown closes the listener, and with it the connections still
 	// screened for their first headers, and then waits for active
 	// requests; the bus ends its parked long-polls so that the wait is
-	// short.
+	// short. Connections that have not sent a request yet would otherwise
+	// count as active for five seconds.
+	var fresh freshConns
+	hs.ConnState = fresh.track
 	hs.RegisterOnShutdown(srv.Shutdown)
+	hs.RegisterOnShutdown(fresh.closeAll)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout)) }()
 
@@ -270,6 +275,42 @@ func parseAckDelay(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration from 0s to %v, such as 100ms", maxAckDelay)
 	}
 	return d, nil
+}
+
+// freshConns tracks the server's connections that have not started a
+// request. [http.Server.Shutdown] closes idle connections at once but
+// waits up to five seconds for new ones (a client may be about to use
+// them), which would hold up every shutdown where a client had opened a
+// spare connection; the bus is stopping, so such a client can retry.
+// Where the bus screens new connections ([bus.ScreenHeaders]) the screen
+// holds them until a request has arrived, so the server sees a new one
+// only for a moment; on Windows it sees every one.
+type freshConns struct {
+	mu    sync.Mutex // guards conns
+	conns map[net.Conn]struct{}
+}
+
+// track is an [http.Server.ConnState] hook.
+func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if state == http.StateNew {
+		if f.conns == nil {
+			f.conns = make(map[net.Conn]struct{})
+		}
+		f.conns[c] = struct{}{}
+		return
+	}
+	delete(f.conns, c)
+}
+
+// closeAll closes every connection that has not started a request.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
 }
 
 // damagedLine is the one line that reports a damaged database file: which
