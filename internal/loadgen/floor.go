@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/bus"
 )
 
 // floor measures what the machine's loopback HTTP costs without a bus: a
@@ -26,8 +28,8 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 			io.Copy(io.Discard, req.Body)
 			w.WriteHeader(http.StatusOK)
 		}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: bus.HeaderTimeout,
+		IdleTimeout:       bus.IdleTimeout,
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
