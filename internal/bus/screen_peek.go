@@ -19,8 +19,8 @@ const canPeek = true
 // it is. It returns why it stopped waiting otherwise: c's read deadline
 // passed, the client closed the connection, or the socket failed; then
 // what the client sent has been taken and dropped, so that closing the
-// connection ends it cleanly. A
-// connection without a socket to look at is handed on at once.
+// connection ends it cleanly. A connection without a socket to look at
+// is handed on at once.
 func awaitHeaders(c net.Conn) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
