@@ -298,7 +298,7 @@ func (d *demoRun) startBus() (string, error) {
 		return "", err
 	}
 	d.bus = bus.New(store.NewMemory(&store.Options{Logger: d.log}), &bus.Options{Logger: d.log})
-	d.srv = &http.Server{Handler: d.bus, ReadHeaderTimeout: 10 * time.Second}
+	d.srv = &http.Server{Handler: d.bus, ReadHeaderTimeout: bus.HeaderTimeout}
 	d.srv.RegisterOnShutdown(d.bus.Shutdown)
 	go func() { _ = d.srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), nil
