@@ -74,9 +74,8 @@ type screen struct {
 	done    chan struct{} // closed by Close
 
 	closeOnce sync.Once
-	mu        sync.Mutex // guards waiting and closed
+	mu        sync.Mutex // guards waiting
 	waiting   map[net.Conn]struct{}
-	closed    bool
 }
 
 // acceptLoop accepts connections from the wrapped listener and screens
@@ -112,8 +111,12 @@ func (s *screen) acceptLoop() {
 func (s *screen) hold(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	// Close closes done before it takes the lock, so a connection held
+	// here is either seen by Close or refused.
+	select {
+	case <-s.done:
 		return false
+	default:
 	}
 	s.waiting[c] = struct{}{}
 	return true
@@ -174,7 +177,6 @@ func (s *screen) Close() error {
 		err = s.Listener.Close()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.closed = true
 		// A deadline already past ends each wait; its goroutine then
 		// closes the connection as it would at the header deadline.
 		for c := range s.waiting {
