@@ -107,6 +107,15 @@ func isJSONType(header string) bool {
 // unpaired surrogate escapes or numbers beyond float64, and nested at most
 // maxDepth deep.
 func checkJSON(body []byte) error {
+	if validStrict(body) {
+		return nil
+	}
+	return checkJSONSlow(body)
+}
+
+// checkJSONSlow is checkJSON in three passes, the first encoding/json's:
+// it finds the error for a body validStrict refuses.
+func checkJSONSlow(body []byte) error {
 	if !json.Valid(body) {
 		// Decode only to get an error that says what is wrong.
 		var v json.RawMessage
