@@ -66,7 +66,10 @@ Load:
                        each direction, such as 10ms: a remote bus on one
                        machine (default 0, no proxy)
     --with-floor       also measure the loopback HTTP floor, and with --store
-                       bolt the raw bbolt floor, for comparison
+                       bolt the raw bbolt floor, for comparison; roundtrip
+                       also measures the wire floor: its cycle against a
+                       stub that answers in the bus's format and does
+                       nothing else
     --rounds N         roundtrip, pipeline, agentsend: split the measurement
                        and its floors into N rounds of duration/N, run in
                        turns, and add them up, so that both see the same

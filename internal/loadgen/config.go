@@ -127,7 +127,9 @@ type Config struct {
 	// Latency: a remote relay, simulated on one machine.
 	Latency time.Duration
 	// WithFloor also measures the loopback HTTP floor (and, for an
-	// in-process bolt store, the raw bbolt floor) in the same run.
+	// in-process bolt store, the raw bbolt floor) in the same run; in
+	// roundtrip mode also the wire floor, the same cycle against a stub
+	// that answers in the bus's wire format and does nothing else.
 	WithFloor bool
 	// Rounds splits the measurement and its floors into this many rounds
 	// of Duration/Rounds each, run in turns (measurement, floors,

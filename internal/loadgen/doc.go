@@ -28,7 +28,13 @@
 // With [Config.WithFloor] a run measures the floor after its scenario, with
 // the same concurrency and three requests per operation (one for wake), so
 // the two can be compared; for an in-process bbolt bus it also measures the
-// bbolt floor on the same file system.
+// bbolt floor on the same file system. A roundtrip run also measures the
+// wire floor: the same cycle, client and checks against a stub in this
+// process that keeps each route's last payload and answers in the bus's
+// wire format, doing nothing else. The floor's server answers every request
+// with an empty 200, so between the two floors lies what any server
+// speaking the bus's format pays, and between the wire floor and the bus
+// the bus's own work.
 //
 // # Bounds
 //

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -19,36 +20,14 @@ import (
 // reqs 3 and as many workers as the measured mode, the floor is the ceiling
 // a bus could reach if it did no work at all.
 func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err error) {
-	ln, err := loopbackListen()
+	base, stop, err := r.serveFloor(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
 	if err != nil {
 		return Result{Name: "floor"}, err
 	}
-	hs := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			io.Copy(io.Discard, req.Body)
-			w.WriteHeader(http.StatusOK)
-		}),
-		ReadHeaderTimeout: bus.HeaderTimeout,
-		IdleTimeout:       bus.IdleTimeout,
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	defer func() {
-		hs.Close()
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-			err = serr
-		}
-	}()
-
-	base := "http://" + ln.Addr().String()
-	if r.cfg.Latency > 0 {
-		p, u, err := proxyFor(base, r.cfg.Latency)
-		if err != nil {
-			return Result{Name: "floor"}, err
-		}
-		defer p.close()
-		base = u
-	}
+	defer func() { err = cmp.Or(err, stop()) }()
 	c := newClient(base, r.cfg.KeepAlive, workers)
 	defer c.close()
 	sendBody := []byte(`{"to":"` + r.route("floor", 0) + `","payload":` + string(makePayload("f", 0, r.cfg.Size)) + `}`)
@@ -83,4 +62,41 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
 	}
 	return res, err
+}
+
+// serveFloor serves h, a floor's server, on a free loopback port with the
+// bus's connection timeouts, behind a proxy when the run has a latency. It
+// returns the URL the load goes to and a function that stops it all and
+// reports how the server ended.
+func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err error) {
+	ln, err := loopbackListen()
+	if err != nil {
+		return "", nil, err
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: bus.HeaderTimeout,
+		IdleTimeout:       bus.IdleTimeout,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	closeServer := func() error {
+		hs.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+	base = "http://" + ln.Addr().String()
+	if r.cfg.Latency <= 0 {
+		return base, closeServer, nil
+	}
+	p, u, err := proxyFor(base, r.cfg.Latency)
+	if err != nil {
+		return "", nil, errors.Join(err, closeServer())
+	}
+	return u, func() error {
+		p.close()
+		return closeServer()
+	}, nil
 }

@@ -36,6 +36,11 @@ func (rep *Report) Write(w io.Writer) error {
 	floors := map[string]Result{}
 	for _, res := range rep.Results {
 		switch res.Name {
+		case wireFloorName:
+			// Also set beside the floor: what the wire format alone
+			// costs.
+			floors[res.Name] = res
+			measured = append(measured, res)
 		case "floor", string(ModeBoltFloor):
 			floors[res.Name] = res
 		case string(ModeFill):
@@ -44,10 +49,11 @@ func (rep *Report) Write(w io.Writer) error {
 		}
 	}
 	for _, m := range measured {
-		for _, name := range []string{"floor", string(ModeBoltFloor)} {
+		for _, name := range []string{"floor", wireFloorName, string(ModeBoltFloor)} {
 			f, ok := floors[name]
 			switch {
 			case !ok || f.OpsPerSec() == 0 || f.Latency.P50 == 0:
+			case m.Name == wireFloorName && name != "floor":
 			case m.Name == string(ModeWake):
 				// Wake-ups are paced by the test, not by the bus:
 				// compare how long one takes with one request.

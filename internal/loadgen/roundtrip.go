@@ -19,20 +19,30 @@ const recvWait = time.Second
 func (r *run) roundtrip(ctx context.Context) (Result, error) {
 	t := r.tally(string(ModeRoundtrip))
 	before := t.rssBefore(r.rss())
+	res, last, err := r.cycles(ctx, r.client, string(ModeRoundtrip), "rt")
+	res.RSSBefore, res.RSSAfter = before, r.rss()
+	r.drain(last)
+	return res, err
+}
+
+// cycles runs the roundtrip scenario against the server c speaks to, on
+// routes named kind-N, and reports it as name. It also returns the route
+// each sender used last: where a cycle cut short by the deadline can have
+// left its message.
+func (r *run) cycles(ctx context.Context, c *client, name, kind string) (Result, []string, error) {
+	t := r.tally(name)
 	senders, routes := r.cfg.Senders, r.cfg.Routes
-	// last[i] is the route sender i used last: where a cycle cut short by
-	// the deadline can have left its message.
 	last := make([]string, senders)
-	dials := r.client.dials.Load()
+	dials := c.dials.Load()
 	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
 			if ctx.Err() != nil {
 				return
 			}
-			route := r.route("rt", i+(j%((routes-i+senders-1)/senders))*senders)
+			route := r.route(kind, i+(j%((routes-i+senders-1)/senders))*senders)
 			last[i] = route
 			start := time.Now()
-			err := r.cycle(ctx, route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
+			err := r.cycle(ctx, c, route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
 			if ctx.Err() != nil {
 				return // cut off by the deadline: not counted either way
 			}
@@ -43,29 +53,28 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 			t.ok(time.Since(start))
 		}
 	})
-	res := t.result(string(ModeRoundtrip), elapsed)
-	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res := t.result(name, elapsed)
 	res.Extra = []Field{
 		{"senders", strconv.Itoa(senders)},
 		{"routes", strconv.Itoa(routes)},
 		{"reqs_per_op", "3"},
-		dialsField(t.dials.Add(r.client.dials.Load()-dials), res.Ops),
+		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
 	}
-	r.drain(last)
-	return res, err
+	return res, last, err
 }
 
-// cycle sends one message with id to route, polls it back and acks it.
-func (r *run) cycle(ctx context.Context, route, id string) error {
-	if err := r.client.send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
+// cycle sends one message with id to route through c, polls it back and
+// acks it.
+func (r *run) cycle(ctx context.Context, c *client, route, id string) error {
+	if err := c.send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
 		return err
 	}
-	m, err := r.client.recv(ctx, route, recvWait)
+	m, err := c.recv(ctx, route, recvWait)
 	if err != nil {
 		return err
 	}
 	got, _, perr := parsePayload(m.payload)
-	if err := r.client.ack(ctx, route, m.ack); err != nil {
+	if err := c.ack(ctx, route, m.ack); err != nil {
 		return err
 	}
 	if perr != nil || got != id {

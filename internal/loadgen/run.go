@@ -191,6 +191,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		if err != nil {
 			return rep, err
 		}
+		if cfg.Mode == ModeRoundtrip && ctx.Err() == nil {
+			res, err := r.wireFloor(ctx)
+			keep(res)
+			if err != nil {
+				return rep, err
+			}
+		}
 		if cfg.Store == StoreBolt && cfg.URL == "" && ctx.Err() == nil {
 			dir := ""
 			if cfg.DBPath != "" {

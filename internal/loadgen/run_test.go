@@ -224,11 +224,11 @@ func TestRunModes(t *testing.T) {
 		{"roundtrip after a fill", Config{Mode: ModeRoundtrip, FillRoutes: 5, FillMsgs: 2}, 2, []string{"fill", "roundtrip"}},
 		{"pipeline with floor", Config{Mode: ModePipeline, WithFloor: true}, 2, []string{"pipeline", "floor"}},
 		{"wake with floor", Config{Mode: ModeWake, WithFloor: true}, 3, []string{"wake", "floor"}},
-		{"bolt roundtrip with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true}, 3, []string{"roundtrip", "floor", "boltfloor"}},
+		{"bolt roundtrip with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true}, 4, []string{"roundtrip", "floor", "wirefloor", "boltfloor"}},
 		{"agentsend with floor", Config{Mode: ModeAgentSend, KeepAlive: true, WithFloor: true}, 2, []string{"agentsend", "floor"}},
 		{"agentsend new connections", Config{Mode: ModeAgentSend, Senders: 2}, 1, []string{"agentsend"}},
-		{"roundtrip in rounds with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true, Rounds: 3}, 3, []string{"roundtrip", "floor", "boltfloor"}},
-		{"roundtrip through the proxy", Config{Mode: ModeRoundtrip, Latency: time.Millisecond, WithFloor: true}, 2, []string{"roundtrip", "floor"}},
+		{"roundtrip in rounds with floors", Config{Mode: ModeRoundtrip, Store: StoreBolt, WithFloor: true, Rounds: 3}, 4, []string{"roundtrip", "floor", "wirefloor", "boltfloor"}},
+		{"roundtrip through the proxy", Config{Mode: ModeRoundtrip, Latency: time.Millisecond, WithFloor: true}, 3, []string{"roundtrip", "floor", "wirefloor"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,7 +241,7 @@ func TestRunModes(t *testing.T) {
 			for i, res := range rep.Results {
 				checkResult(t, res, tt.want[i], rep.Config)
 				switch res.Name {
-				case "floor", "boltfloor":
+				case "floor", "wirefloor", "boltfloor":
 					if res.RSSBefore != 0 || res.RSSAfter != 0 {
 						t.Errorf("%s reports rss of no bus: %d, %d", res.Name, res.RSSBefore, res.RSSAfter)
 					}

@@ -1,0 +1,113 @@
+package loadgen
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The stub answers the load generator's cycle as the bus does: 202 on
+// send, the message in the bus's reply form on recv, 200 on ack, and a
+// timeout once the message is acknowledged.
+func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	srv := httptest.NewServer(wireStub(func() time.Time { return at }))
+	defer srv.Close()
+	c := newClient(srv.URL, true, 1)
+	defer c.close()
+	ctx := t.Context()
+
+	if err := c.send(ctx, "bench-r-wf-0", []byte(`{"id":"x","n":[1,2]}`)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/recv?me=bench-r-wf-0&timeout_ms=1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, resp)
+	want := `{"ack":"bench-r-wf-0\u000000000000000000000001","envelope":{"payload":{"id":"x","n":[1,2]},"ts":1700000000123},"status":"message"}`
+	if body != want || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("recv: %d %q %s, want 200 application/json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+	}
+	if _, ok := parseBusReply([]byte(body)); !ok {
+		t.Errorf("the load generator's quick parser refuses the stub's reply %s", body)
+	}
+	m, err := c.recv(ctx, "bench-r-wf-0", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ack(ctx, "bench-r-wf-0", m.ack); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.recv(ctx, "bench-r-wf-0", time.Second); err != errTimeout {
+		t.Errorf("recv after the ack: %v, want %v", err, errTimeout)
+	}
+}
+
+func TestWireStubRefusesWhatItDoesNotUnderstand(t *testing.T) {
+	srv := httptest.NewServer(wireStub(time.Now))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/send", `{"payload":1,"to":"r"}`, http.StatusBadRequest},
+		{"/send", `{"to":"a\"b","payload":1}`, http.StatusBadRequest},
+		{"/send", `{"to":"r","payload":1`, http.StatusBadRequest},
+		{"/ack", `{"ack":"k","me":"r"}`, http.StatusBadRequest},
+		{"/roster", ``, http.StatusNotFound},
+	} {
+		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, resp)
+		if resp.StatusCode != tc.want {
+			t.Errorf("POST %s %s: %d, want %d", tc.path, tc.body, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// A report sets each measurement beside each floor it has, and the wire
+// floor beside the loopback floor only.
+func TestReportSetsMeasurementsBesideTheirFloors(t *testing.T) {
+	result := func(name string, ops int64) Result {
+		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: Summary{Count: ops, P50: time.Millisecond}}
+	}
+	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []Result{
+		result("roundtrip", 600), result("floor", 1000), result("wirefloor", 800), result("boltfloor", 300),
+	}}
+	var out strings.Builder
+	if err := rep.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	var ratios []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, " ops/s: ") {
+			ratios = append(ratios, line)
+		}
+	}
+	want := []string{
+		"# roundtrip/floor ops/s: 0.60",
+		"# roundtrip/wirefloor ops/s: 0.75",
+		"# roundtrip/boltfloor ops/s: 2.00",
+		"# wirefloor/floor ops/s: 0.80",
+	}
+	if strings.Join(ratios, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ratio lines:\n%s\nwant:\n%s", strings.Join(ratios, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// readAll reads and closes resp's body.
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
