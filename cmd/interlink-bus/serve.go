@@ -100,8 +100,12 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	hs.ConnState = fresh.track
 	hs.RegisterOnShutdown(srv.Shutdown)
 	hs.RegisterOnShutdown(fresh.closeAll)
+	screened := new(bus.ScreenStats)
+	if bus.Screening {
+		metrics.Screen(screened)
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout)) }()
+	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, screened)) }()
 
 	// A database found damaged while serving stops the bus: every send and
 	// poll would fail from then on, and the file needs its operator.

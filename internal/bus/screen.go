@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,15 +48,21 @@ const screenLimit = 64 << 10
 // screens, so a shutdown need not wait for clients that never finish
 // their headers.
 //
+// When stats is not nil, the screen counts what it does there.
+//
 // Where the socket cannot be looked at without reading it (on Windows),
-// ScreenHeaders returns ln as it is.
-func ScreenHeaders(ln net.Listener, timeout time.Duration) net.Listener {
+// ScreenHeaders returns ln as it is ([Screening] is false).
+func ScreenHeaders(ln net.Listener, timeout time.Duration, stats *ScreenStats) net.Listener {
 	if !canPeek {
 		return ln
+	}
+	if stats == nil {
+		stats = new(ScreenStats)
 	}
 	s := &screen{
 		Listener: ln,
 		timeout:  timeout,
+		stats:    stats,
 		ready:    make(chan net.Conn),
 		errs:     make(chan error),
 		done:     make(chan struct{}),
@@ -65,10 +72,32 @@ func ScreenHeaders(ln net.Listener, timeout time.Duration) net.Listener {
 	return s
 }
 
+// Screening reports whether [ScreenHeaders] screens connections on this
+// system.
+const Screening = canPeek
+
+// ScreenStats counts what a screen ([ScreenHeaders]) does. The zero value
+// is ready to use; it is safe for concurrent use.
+type ScreenStats struct {
+	waiting atomic.Int64
+	dropped atomic.Uint64
+}
+
+// Waiting returns how many new connections are open and waiting for their
+// first request's headers to be complete. During a flood of connections
+// that send nothing, or next to nothing, this is where they are.
+func (st *ScreenStats) Waiting() int64 { return st.waiting.Load() }
+
+// Dropped returns how many new connections were closed before their first
+// request's headers were complete: at the header deadline, when the client
+// hung up or the connection failed, or when the listener closed.
+func (st *ScreenStats) Dropped() uint64 { return st.dropped.Load() }
+
 // screen is the listener ScreenHeaders returns.
 type screen struct {
 	net.Listener
 	timeout time.Duration
+	stats   *ScreenStats
 	ready   chan net.Conn // connections whose headers are in
 	errs    chan error    // errors from the wrapped listener's Accept
 	done    chan struct{} // closed by Close
@@ -119,6 +148,7 @@ func (s *screen) hold(c net.Conn) bool {
 	default:
 	}
 	s.waiting[c] = struct{}{}
+	s.stats.waiting.Add(1)
 	return true
 }
 
@@ -127,6 +157,7 @@ func (s *screen) release(c net.Conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.waiting, c)
+	s.stats.waiting.Add(-1)
 }
 
 // read waits until c's first request's headers are in, then hands c to
@@ -137,7 +168,7 @@ func (s *screen) release(c net.Conn) {
 func (s *screen) read(c net.Conn) {
 	defer s.release(c)
 	if err := awaitHeaders(c); err != nil {
-		c.Close()
+		s.drop(c)
 		return
 	}
 	// The HTTP server sets its own deadlines from here on.
@@ -145,8 +176,14 @@ func (s *screen) read(c net.Conn) {
 	select {
 	case s.ready <- c:
 	case <-s.done:
-		c.Close()
+		s.drop(c)
 	}
+}
+
+// drop closes c, whose first headers never reached the HTTP server.
+func (s *screen) drop(c net.Conn) {
+	c.Close()
+	s.stats.dropped.Add(1)
 }
 
 // headersEnd reports whether b holds the empty line that ends a request's

@@ -3,6 +3,7 @@ package bus
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,16 +18,24 @@ import (
 // listener is closed at cleanup.
 func screened(t *testing.T, timeout time.Duration) net.Listener {
 	t.Helper()
-	if !canPeek {
+	ln, _ := screenedCounted(t, timeout)
+	return ln
+}
+
+// screenedCounted is screened with the screen's counts.
+func screenedCounted(t *testing.T, timeout time.Duration) (net.Listener, *ScreenStats) {
+	t.Helper()
+	if !Screening {
 		t.Skip("connections are not screened on this system")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := ScreenHeaders(ln, timeout)
+	stats := new(ScreenStats)
+	s := ScreenHeaders(ln, timeout, stats)
 	t.Cleanup(func() { s.Close() })
-	return s
+	return s, stats
 }
 
 // dial connects to ln and writes each of parts in a write of its own.
@@ -264,7 +273,7 @@ func TestScreenPassesAcceptErrorsOnAndGoesOn(t *testing.T) {
 	}
 	failure := errors.New("too many open files")
 	inner := &errListener{err: failure, conns: make(chan net.Conn, 1)}
-	ln := ScreenHeaders(inner, time.Minute)
+	ln := ScreenHeaders(inner, time.Minute, nil)
 	defer ln.Close()
 	if _, err := ln.Accept(); !errors.Is(err, failure) {
 		t.Fatalf("Accept: %v, want the wrapped listener's error", err)
@@ -277,4 +286,46 @@ func TestScreenPassesAcceptErrorsOnAndGoesOn(t *testing.T) {
 	if err != nil || c != mine {
 		t.Fatalf("Accept: %v, %v; want the connection", c, err)
 	}
+}
+
+// screenCounts waits until stats read waiting and dropped.
+func screenCounts(t *testing.T, stats *ScreenStats, waiting int64, dropped uint64) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d connections waiting and %d dropped", waiting, dropped), func() bool {
+		return stats.Waiting() == waiting && stats.Dropped() == dropped
+	})
+}
+
+func TestScreenCountsConnectionsWaitingAndDropped(t *testing.T) {
+	ln, stats := screenedCounted(t, time.Minute)
+	acc := acceptAll(ln)
+	silent := dial(t, ln)
+	other := dial(t, ln, "POST /send HTTP/1.1\r\n")
+	screenCounts(t, stats, 2, 0)
+
+	// Whole headers: handed on, neither waiting nor dropped.
+	dial(t, ln, "GET /b HTTP/1.1\r\nHost: bus\r\n\r\n")
+	next(t, acc)
+	screenCounts(t, stats, 2, 0)
+
+	// A client that hangs up is dropped. (One that hangs up after part of
+	// its headers is dropped at the deadline, as the next test shows.)
+	silent.Close()
+	screenCounts(t, stats, 1, 1)
+
+	// So is one still waiting when the listener closes.
+	ln.Close()
+	screenCounts(t, stats, 0, 2)
+	if _, err := readEnd(t, other); err != nil {
+		t.Errorf("the connection still waiting at close ended with %v, want a clean end", err)
+	}
+}
+
+func TestScreenCountsConnectionsCutOffAtTheDeadline(t *testing.T) {
+	ln, stats := screenedCounted(t, 50*time.Millisecond)
+	c := dial(t, ln, "GET / HTTP/1.1\r\n")
+	if _, err := readEnd(t, c); err != nil {
+		t.Fatalf("the stalled connection ended with %v, want a clean end", err)
+	}
+	screenCounts(t, stats, 0, 1)
 }

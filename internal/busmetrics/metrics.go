@@ -115,6 +115,23 @@ func (m *Metrics) Handler(srv *bus.Server) http.Handler {
 	return m
 }
 
+// Screen adds the counts of the bus's header screen ([bus.ScreenHeaders])
+// to the metrics. Call it once, and only where connections are screened
+// ([bus.Screening]): elsewhere the counts would read zero whatever
+// happened.
+func (m *Metrics) Screen(st *bus.ScreenStats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "connections_awaiting_headers",
+			Help: "New connections open and waiting for their first request's headers to be complete.",
+		}, func() float64 { return float64(st.Waiting()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_dropped_before_headers_total",
+			Help: "New connections closed before their first request's headers were complete: at the header deadline, when the client hung up, or at shutdown.",
+		}, func() float64 { return float64(st.Dropped()) }),
+	)
+}
+
 // ObserveCommit records one database write that took d to commit; give it
 // to the store as [store.Options.ObserveCommit].
 func (m *Metrics) ObserveCommit(d time.Duration) { m.commits.Observe(d.Seconds()) }

@@ -89,7 +89,7 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout)) }()
+	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, nil)) }()
 	stop := func() error {
 		shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
