@@ -18,20 +18,11 @@ import (
 // /metrics.
 func commitCount(t *testing.T, base string) int {
 	t.Helper()
-	resp, err := httpc.Get(base + "/metrics")
+	v := metricValue(t, base, "interlink_bus_db_commit_seconds_count")
+	n, err := strconv.Atoi(v)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("commit count %q: %v", v, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^interlink_bus_db_commit_seconds_count (\d+)$`).FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("/metrics has no commit count:\n%s", body)
-	}
-	n, _ := strconv.Atoi(string(m[1]))
 	return n
 }
 

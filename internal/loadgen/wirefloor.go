@@ -48,9 +48,8 @@ func wireStub(now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/send":
-			body, err := io.ReadAll(io.LimitReader(r.Body, maxReply))
-			route, payload, ok := cutBody(body, `{"to":"`, `","payload":`)
-			if err != nil || !ok {
+			route, payload, ok := readBody(r, `{"to":"`, `","payload":`)
+			if !ok {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
@@ -80,9 +79,8 @@ func wireStub(now func() time.Time) http.Handler {
 			w.WriteHeader(http.StatusOK)
 			w.Write(body)
 		case "/ack":
-			body, err := io.ReadAll(io.LimitReader(r.Body, maxReply))
-			route, _, ok := cutBody(body, `{"me":"`, `","ack":`)
-			if err != nil || !ok {
+			route, _, ok := readBody(r, `{"me":"`, `","ack":`)
+			if !ok {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
@@ -96,9 +94,14 @@ func wireStub(now func() time.Time) http.Handler {
 	})
 }
 
-// cutBody splits a body of the form head ROUTE mid VALUE } into the route,
-// which must hold no quote or backslash, and the value.
-func cutBody(body []byte, head, mid string) (route string, value []byte, ok bool) {
+// readBody reads a request body of the form head ROUTE mid VALUE } and
+// splits it into the route, which must hold no quote or backslash, and the
+// value.
+func readBody(r *http.Request, head, mid string) (route string, value []byte, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReply))
+	if err != nil {
+		return "", nil, false
+	}
 	rest, ok := bytes.CutPrefix(body, []byte(head))
 	if !ok || len(rest) == 0 || rest[len(rest)-1] != '}' {
 		return "", nil, false
