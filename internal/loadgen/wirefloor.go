@@ -59,6 +59,10 @@ func wireStub(now func() time.Time) http.Handler {
 			w.WriteHeader(http.StatusAccepted)
 		case "/recv":
 			route := r.URL.Query().Get("me")
+			if !plainRoute(route) {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
 			mu.Lock()
 			payload, ok := heads[route]
 			mu.Unlock()
@@ -95,7 +99,7 @@ func wireStub(now func() time.Time) http.Handler {
 }
 
 // readBody reads a request body of the form head ROUTE mid VALUE } and
-// splits it into the route, which must hold no quote or backslash, and the
+// splits it into the route, which must be plain ([plainRoute]), and the
 // value.
 func readBody(r *http.Request, head, mid string) (route string, value []byte, ok bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxReply))
@@ -107,8 +111,19 @@ func readBody(r *http.Request, head, mid string) (route string, value []byte, ok
 		return "", nil, false
 	}
 	name, value, ok := bytes.Cut(rest[:len(rest)-1], []byte(mid))
-	if !ok || bytes.ContainsAny(name, `"\`) {
+	if !ok || !plainRoute(string(name)) {
 		return "", nil, false
 	}
 	return string(name), value, true
+}
+
+// plainRoute reports whether route can be written into JSON as it is: no
+// quote, backslash or control character.
+func plainRoute(route string) bool {
+	for i := 0; i < len(route); i++ {
+		if c := route[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }

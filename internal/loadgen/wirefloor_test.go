@@ -69,6 +69,15 @@ func TestWireStubRefusesWhatItDoesNotUnderstand(t *testing.T) {
 			t.Errorf("POST %s %s: %d, want %d", tc.path, tc.body, resp.StatusCode, tc.want)
 		}
 	}
+	// A route it could not write into its reply as it is.
+	resp, err := http.Get(srv.URL + "/recv?me=a%22b&timeout_ms=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /recv for a route with a quote: %d, want 400", resp.StatusCode)
+	}
 }
 
 // A report sets each measurement beside each floor it has, and the wire
