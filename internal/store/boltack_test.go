@@ -232,7 +232,11 @@ func TestBoltAckBounds(t *testing.T) {
 }
 
 // Enqueues that overlap share commits: while one commit is written, the
-// enqueues that arrive wait for the next and go into it together.
+// enqueues that arrive wait for the next and go into it together. How many
+// overlap depends on the scheduler: usually 640 enqueues take about 50
+// commits, but on a machine starved of CPU, where the goroutines run
+// mostly one after the other, one run took 327. The bound allows for that
+// and still fails when commits are not shared, which takes one each.
 func TestBoltConcurrentEnqueuesShareCommits(t *testing.T) {
 	t.Parallel()
 	s := openBolt(t, newBoltPath(t), nil)
@@ -250,7 +254,7 @@ func TestBoltConcurrentEnqueuesShareCommits(t *testing.T) {
 	}
 	wg.Wait()
 	commits := txID(t, s) - before
-	if commits >= goroutines*each/2 {
+	if commits >= goroutines*each*3/4 {
 		t.Fatalf("%d enqueues from %d goroutines took %d commits; they should share", goroutines*each, goroutines, commits)
 	}
 	t.Logf("%d enqueues, %d commits", goroutines*each, commits)
