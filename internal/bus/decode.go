@@ -202,18 +202,7 @@ func checkString(b []byte, i int) (int, error) {
 // hex4 decodes the four hex digits at the start of b, which valid JSON
 // guarantees after \u.
 func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		}
-	}
+	r, _ := validHex4(b, 0)
 	return r
 }
 
