@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/interlink-go/interlink/internal/bus"
 )
 
 // floor measures what the machine's loopback HTTP costs without a bus: a
@@ -64,8 +62,8 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	return res, err
 }
 
-// serveFloor serves h, a floor's server, on a free loopback port with the
-// bus's connection timeouts, behind a proxy when the run has a latency. It
+// serveFloor serves h, a floor's server, on a free loopback port as
+// [loopbackServer] does, behind a proxy when the run has a latency. It
 // returns the URL the load goes to and a function that stops it all and
 // reports how the server ended.
 func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err error) {
@@ -73,11 +71,7 @@ func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err er
 	if err != nil {
 		return "", nil, err
 	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: bus.HeaderTimeout,
-		IdleTimeout:       bus.IdleTimeout,
-	}
+	hs := loopbackServer(h, r.log)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	closeServer := func() error {

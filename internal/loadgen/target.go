@@ -82,12 +82,7 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: bus.HeaderTimeout,
-		IdleTimeout:       bus.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-	}
+	hs := loopbackServer(h, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, nil)) }()
 	stop := func() error {
@@ -104,6 +99,17 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 		return errors.Join(err, cleanup())
 	}
 	return &target{url: "http://" + ln.Addr().String(), desc: desc, local: true, stop: stop}, nil
+}
+
+// loopbackServer returns an HTTP server for h with the bus's connection
+// timeouts, logging its errors to logger at debug level.
+func loopbackServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: bus.HeaderTimeout,
+		IdleTimeout:       bus.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
 }
 
 // mustNotExist refuses a path that already exists, so that a benchmark never
