@@ -87,8 +87,9 @@ func startCluster(tb testing.TB, n int) (*Cluster, error) {
 	c := &Cluster{}
 	for i := range n {
 		port, _ := strconv.Atoi(routes[i].Port())
-		s := &Server{tb: tb, opts: server.Options{
-			ServerName: "natstest-" + strconv.Itoa(i+1),
+		name := "natstest-" + strconv.Itoa(i+1)
+		s := &Server{tb: tb, log: newTestLog(tb, name), opts: server.Options{
+			ServerName: name,
 			Host:       "127.0.0.1",
 			Port:       server.RANDOM_PORT,
 			NoLog:      true,

@@ -38,7 +38,8 @@ type Options struct {
 // Server is a NATS server running in the test process. It is safe for
 // concurrent use.
 type Server struct {
-	tb testing.TB
+	tb  testing.TB
+	log *testLog // the server's warnings and errors go to the test's log
 	// opts is the server configuration, fixed after the first start,
 	// which pins the port so a restart comes back where clients reconnect.
 	opts server.Options
@@ -58,7 +59,7 @@ func Start(tb testing.TB, opts *Options) *Server {
 	if o.MaxPayload == 0 {
 		o.MaxPayload = DefaultMaxPayload
 	}
-	s := &Server{tb: tb, opts: server.Options{
+	s := &Server{tb: tb, log: newTestLog(tb, "natstest"), opts: server.Options{
 		ServerName: "natstest",
 		Host:       "127.0.0.1",
 		Port:       server.RANDOM_PORT,
@@ -89,6 +90,7 @@ func (s *Server) tryStart() error {
 	if err != nil {
 		return err
 	}
+	srv.SetLoggerV2(s.log, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(readyTimeout) {
 		srv.Shutdown()
