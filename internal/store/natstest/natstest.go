@@ -1,6 +1,8 @@
 // Package natstest runs a real NATS server with JetStream inside the test
 // process, on 127.0.0.1 and a free port, with its store in a temporary
-// directory, for the tests of packages that keep data in JetStream.
+// directory, for the tests of packages that keep data in JetStream. The
+// server's warnings and errors go to the test's log, which go test shows
+// when the test fails.
 package natstest
 
 import (
