@@ -10,7 +10,7 @@ import (
 // a test failing on a server-side refusal shows the server's own reason
 // (go test prints the log of failing tests only). Notices, debug and trace
 // lines are left out. It stops passing lines on once the test's cleanup
-// has shut the server down: logging after a test has ended would panic.
+// has shut the server down: logging after a test has ended can panic.
 type testLog struct {
 	tb   testing.TB
 	name string

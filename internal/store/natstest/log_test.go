@@ -100,7 +100,7 @@ func TestServerLogIsQuietOnceTheTestHasEnded(t *testing.T) {
 		rec = newRecordingTB(t)
 		l = newTestLog(rec, "natstest")
 	})
-	// Logging to the ended subtest would panic; the log drops the line.
+	// Logging to an ended test can panic; the log drops the line instead.
 	l.Errorf("late %s", "line")
 	if len(rec.lines) != 0 {
 		t.Errorf("logged %q after the test ended", rec.lines)
