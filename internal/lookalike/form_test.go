@@ -44,21 +44,21 @@ func TestSkeleton(t *testing.T) {
 // reservedSpellings are names that read as "self" or "Interlink".
 var reservedSpellings = []string{
 	"self", "SELF", "Self", " self ", "<self>", "se\u200blf", "\u017felf", "ｓｅｌｆ", "s\u0435lf", "\u0455elf", "seIf",
-	"\uA4E2ELF",      // Lisu ꓢ
-	"\u2800self",     // braille pattern blank
-	"se\u3164lf",     // Hangul filler
-	"sel\u0192",      // f with hook
+	"\uA4E2ELF",  // Lisu ꓢ
+	"\u2800self", // braille pattern blank
+	"se\u3164lf", // Hangul filler
+	"sel\u0192",  // f with hook
 	"Interlink", "interlink", "INTERLINK", `"Interlink"`, "Inter\u200blink", "Ｉｎｔｅｒｌｉｎｋ", "Interlin\u212a",
 	"\u0406nterlink", "Int\u0435rlink", "\u0399\u039d\u03a4\u0395RL\u0399\u039d\u039a", "lnterlink", "Interl1nk",
 	"\u026anterlink", "\u00cdnterl\u00efnk", "interIink", "Inter-link", "inter link",
-	"\uA4F2NTERLINK", // Lisu ꓲ
-	"\u13A5nterlink", // Cherokee Ꭵ
+	"\uA4F2NTERLINK",  // Lisu ꓲ
+	"\u13A5nterlink",  // Cherokee Ꭵ
 	"Inter\u115Flink", // Hangul choseong filler
-	"\u0196nterlink", // Latin capital iota
-	"\u2D4Fnterlink", // Tifinagh yan
-	"Interlin\u0138", // kra, which UTS #39 keeps apart from k
-	"Interlin\u043a", // Cyrillic small ka
-	"\u0456nterlink", // Cyrillic і
+	"\u0196nterlink",  // Latin capital iota
+	"\u2D4Fnterlink",  // Tifinagh yan
+	"Interlin\u0138",  // kra, which UTS #39 keeps apart from k
+	"Interlin\u043a",  // Cyrillic small ka
+	"\u0456nterlink",  // Cyrillic і
 }
 
 func TestSpellsReadsReservedWordsInAnyCaseAndDisguise(t *testing.T) {
