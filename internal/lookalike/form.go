@@ -27,14 +27,76 @@ func Skeleton(s string) string {
 // "Ｉｎｔｅｒ-ｌｉｎｋ", "Inter\u3164link" and "Int\u0435rlink" (a Cyrillic
 // "е") all have the form "lnterlink", the form of "Interlink".
 func Form(s string) string {
-	return string(form(s))
+	var b strings.Builder
+	r := newReader(s)
+	for c, ok := r.next(); ok; c, ok = r.next() {
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
-// form is [Form] as runes.
-func form(s string) []rune {
-	var out []rune
-	for _, r := range prepared(s) {
-		out = appendPiece(out, r)
+// chunkLimit bounds how many bytes of text outside ASCII a reader
+// normalizes at once.
+const chunkLimit = 256
+
+// reader yields the [Form] of a text one character at a time, doing only
+// the work the characters asked for need: ASCII is read from a table, and
+// text outside ASCII is normalized in chunks of at most [chunkLimit]
+// bytes, cut where a character outside ASCII meets an ASCII one or at the
+// limit. A cut between a letter and its combining marks changes no letter,
+// since the marks are dropped either way.
+type reader struct {
+	s   string // what is left to read
+	buf []rune // read but not yet yielded
+}
+
+func newReader(s string) *reader { return &reader{s: s} }
+
+// next returns the next character of the form, or false at the end.
+func (r *reader) next() (rune, bool) {
+	for len(r.buf) == 0 {
+		if r.s == "" {
+			return 0, false
+		}
+		if c := r.s[0]; c < utf8.RuneSelf {
+			r.s = r.s[1:]
+			r.buf = asciiForm[c]
+			continue
+		}
+		end := 0
+		for end < len(r.s) && end < chunkLimit && r.s[end] >= utf8.RuneSelf {
+			end++
+		}
+		for end < len(r.s) && end > 0 && !utf8.RuneStart(r.s[end]) {
+			end-- // never cut inside a character
+		}
+		if end == 0 { // a character longer than the limit cannot be; be safe
+			end = 1
+		}
+		r.buf = appendForm(nil, r.s[:end])
+		r.s = r.s[end:]
+	}
+	c := r.buf[0]
+	r.buf = r.buf[1:]
+	return c, true
+}
+
+// asciiForm holds the form of each ASCII character: "m" reads as "rn", "I"
+// and "|" as "l", "0" as "O", most letters and digits as themselves, most
+// signs as nothing.
+var asciiForm = func() (t [utf8.RuneSelf][]rune) {
+	for c := range t {
+		t[c] = appendForm(nil, string(rune(c)))
+	}
+	return t
+}()
+
+// appendForm appends the form of s to out, the slow way: NFKC, NFD,
+// without ignorable characters and marks, each character's prototype,
+// letters and digits only.
+func appendForm(out []rune, s string) []rune {
+	for _, c := range prepared(s) {
+		out = appendPiece(out, c)
 	}
 	return out
 }
@@ -74,10 +136,7 @@ func appendPiece(out []rune, r rune) []rune {
 		}
 		return out
 	}
-	if !utf8.ValidString(repl) || !norm.NFD.IsNormalString(repl) {
-		repl = norm.NFD.String(repl)
-	}
-	for _, p := range repl {
+	for _, p := range norm.NFD.String(repl) {
 		if alnum(p) {
 			out = append(out, p)
 		}
@@ -85,25 +144,25 @@ func appendPiece(out []rune, r rune) []rune {
 	return out
 }
 
-// piece returns the prototype letters and digits of the single character
-// r (see appendPiece), after the preparation [Form] applies to it.
-func piece(r rune) string {
-	return string(form(string(r)))
-}
-
 // alnum reports whether r counts in a [Form]: a letter or a digit.
 func alnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsNumber(r) }
 
 // pattern is what a text must read as: for each position, the forms it
 // may take. A form may be longer than one character ("m" reads as "rn").
-type pattern [][]string
+type pattern [][][]rune
 
 // wordPattern returns the pattern of word in any case: each letter in
 // lower or upper case.
 func wordPattern(word string) pattern {
 	var p pattern
 	for _, c := range word {
-		alts := variants([]rune{unicode.ToLower(c), unicode.ToUpper(c), unicode.ToTitle(c)})
+		var alts [][]rune
+		for _, v := range []rune{unicode.ToLower(c), unicode.ToUpper(c), unicode.ToTitle(c)} {
+			f := []rune(Form(string(v)))
+			if len(f) > 0 && !containsForm(alts, f) {
+				alts = append(alts, f)
+			}
+		}
 		if alts != nil {
 			p = append(p, alts)
 		}
@@ -111,22 +170,9 @@ func wordPattern(word string) pattern {
 	return p
 }
 
-// variants returns the distinct non-empty forms of the characters cs, or
-// nil when none has a letter or digit (the position then does not count,
-// as [Form] does not count it).
-func variants(cs []rune) []string {
-	var alts []string
-	for _, c := range cs {
-		if f := piece(c); f != "" && !contains(alts, f) {
-			alts = append(alts, f)
-		}
-	}
-	return alts
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
+func containsForm(alts [][]rune, f []rune) bool {
+	for _, a := range alts {
+		if string(a) == string(f) {
 			return true
 		}
 	}

@@ -178,3 +178,19 @@ func FuzzAlike(f *testing.F) {
 		}
 	})
 }
+
+// FuzzForm: the reader's form, read in chunks, is the form of the whole
+// text normalized at once (the UTS #39 skeleton's letters and digits), and
+// nothing panics.
+func FuzzForm(f *testing.F) {
+	for _, s := range reservedSpellings {
+		f.Add(s)
+	}
+	f.Add("e\u0301\u0328 \u1100\u1161\u11a8 ｶﾞ \u00c5\u030a" + strings.Repeat("é", 200))
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := Form(s), string(appendForm(nil, s))
+		if got != want {
+			t.Fatalf("Form(%+q) = %+q, the whole text's form is %+q", s, got, want)
+		}
+	})
+}

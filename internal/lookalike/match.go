@@ -2,6 +2,7 @@ package lookalike
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -13,21 +14,22 @@ import (
 // (a Cyrillic е), "Inter\u115Flink" and "Interlinĸ" all spell a reserved
 // word; "Seif" and "self-2" do not.
 func Spells(s, word string) bool {
-	return match(form(s), wordPattern(word), true, true, true)
+	return match(s, patternOf(word), true, true)
 }
 
 // Leads reports whether s starts, once everything but letters and digits
 // is set aside, with a reading of word as [Spells] allows: "[interlink",
-// "\u2800[Ꭵnterlink" and "< / INTERLINK" all lead with "interlink".
+// "\u2800[Ꭵnterlink" and "< / INTERLINK" all lead with "interlink". It
+// reads only as much of s as it needs.
 func Leads(s, word string) bool {
-	return match(form(s), wordPattern(word), true, true, false)
+	return match(s, patternOf(word), true, false)
 }
 
 // Ends reports whether s ends, once everything but letters and digits is
 // set aside, with a reading of word as [Spells] allows: "[unread] Rеceipt"
 // ends with "receipt".
 func Ends(s, word string) bool {
-	return match(form(s), wordPattern(word), true, false, true)
+	return match(s, patternOf(word), false, true)
 }
 
 // Alike reports whether the names a and b read alike: some reading of a
@@ -61,58 +63,96 @@ func readings(name string) []string {
 	return []string{f, Form(strings.ToLower(name)), Form(strings.ToUpper(name))}
 }
 
-// match reports whether the runes in read as p: from the start of in when
-// start is set (else from any position), to its end when end is set (else
-// up to any position). When wild is set, one position of p may be read
-// from one character of in outside ASCII, whatever it is.
-func match(in []rune, p pattern, wild, start, end bool) bool {
-	if len(p) == 0 {
+// patterns caches the patterns of the few words the callers ask for.
+var patterns sync.Map // string -> pattern
+
+func patternOf(word string) pattern {
+	if p, ok := patterns.Load(word); ok {
+		return p.(pattern)
+	}
+	p := wordPattern(word)
+	patterns.Store(word, p)
+	return p
+}
+
+// ready is the set of pattern positions that are read up to, each without
+// or with the wildcard spent: bit 2k for position k without, 2k+1 with.
+type ready uint64
+
+// match reports whether the form of s reads as p: from the start of s when
+// anchored, else from any position; to the end of s when whole, else to any
+// position. One position of p may be read from one character of the form
+// outside ASCII, whatever it is (the wildcard).
+//
+// It runs the pattern as an automaton over the form's characters, so it
+// stops as soon as the answer is known. p has at most 31 positions.
+func match(s string, p pattern, anchored, whole bool) bool {
+	m := len(p)
+	if m == 0 || m > 31 {
 		return false
 	}
-	// at[i][k][w] reports that the first k positions of p have been read
-	// from in, ending before in[i], without (w == 0) or with (w == 1) the
-	// wildcard. The input is short (a name, or a line's head), so the
-	// table is small.
-	type state [2]bool
-	n, m := len(in), len(p)
-	at := make([][]state, n+1)
-	for i := range at {
-		at[i] = make([]state, m+1)
+	done := ready(1)<<(2*m) | ready(1)<<(2*m+1)
+	// A thread is partway through a form longer than one character.
+	type thread struct {
+		k, a, j int // reading p[k][a], next at offset j
+		wild    bool
 	}
-	for i := 0; i <= n; i++ {
-		at[i][0][0] = !start || i == 0
-	}
-	for i := 0; i <= n; i++ {
-		for k := 0; k < m; k++ {
-			for w := 0; w < 2; w++ {
-				if !at[i][k][w] {
-					continue
-				}
-				for _, alt := range p[k] {
-					if j, ok := readAt(in, i, alt); ok {
-						at[j][k+1][w] = true
-					}
-				}
-				if wild && w == 0 && i < n && in[i] >= utf8.RuneSelf {
-					at[i+1][k+1][1] = true
+	var threads, nextThreads []thread
+	at := ready(1) // position 0, no wildcard
+	r := newReader(s)
+	for {
+		if !whole && at&done != 0 {
+			return true
+		}
+		c, ok := r.next()
+		if !ok {
+			return at&done != 0
+		}
+		var next ready
+		advance := func(k int, wild bool) {
+			bit := ready(1) << (2 * k)
+			if wild {
+				bit <<= 1
+			}
+			next |= bit
+		}
+		nextThreads = nextThreads[:0]
+		for _, t := range threads {
+			if f := p[t.k][t.a]; f[t.j] == c {
+				if t.j+1 == len(f) {
+					advance(t.k+1, t.wild)
+				} else {
+					nextThreads = append(nextThreads, thread{t.k, t.a, t.j + 1, t.wild})
 				}
 			}
 		}
-		if !end && (at[i][m][0] || at[i][m][1]) {
-			return true
+		for k := 0; k < m; k++ {
+			for w := 0; w < 2; w++ {
+				if at&(ready(1)<<(2*k+w)) == 0 {
+					continue
+				}
+				for a, f := range p[k] {
+					if f[0] != c {
+						continue
+					}
+					if len(f) == 1 {
+						advance(k+1, w == 1)
+					} else {
+						nextThreads = append(nextThreads, thread{k, a, 1, w == 1})
+					}
+				}
+				if w == 0 && c >= utf8.RuneSelf {
+					advance(k+1, true)
+				}
+			}
 		}
-	}
-	return at[n][m][0] || at[n][m][1]
-}
-
-// readAt reports whether in holds alt at position i, and the position
-// after it.
-func readAt(in []rune, i int, alt string) (int, bool) {
-	for _, r := range alt {
-		if i >= len(in) || in[i] != r {
-			return 0, false
+		if !anchored {
+			next |= 1
 		}
-		i++
+		if next == 0 && len(nextThreads) == 0 {
+			return false // nothing can match from here on
+		}
+		at = next
+		threads, nextThreads = nextThreads, threads
 	}
-	return i, true
 }
