@@ -137,6 +137,7 @@ func TestAlike(t *testing.T) {
 		{"bob", "bob-2", false},
 		{"ops/db-1", "ops/db-2", false},
 		{"ali", "all", false},
+		{"bob", "B\u043e\u13CF", true}, // Cyrillic о, Cherokee Ꮟ
 		{"BoB", "bOb", true},
 		{"INTERLINK", "\uA4F2NTERLINK", true},
 		{"\u674e", "\u738b", false}, // two Chinese names

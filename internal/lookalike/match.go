@@ -1,6 +1,7 @@
 package lookalike
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -33,16 +34,18 @@ func Ends(s, word string) bool {
 }
 
 // Alike reports whether the names a and b read alike: some reading of a
-// has the same [Form] as some reading of b, where a name's readings are
-// the name as written, in lower case and in upper case. So "alice",
-// "ALICE", "al\u3164ice", "a\u13DEice" (a Cherokee Ꮮ), "\uA4EElice" (a
-// Lisu ꓮ), "alice\u2800" and "a.lice" are all alike, "Bill" and "BiII"
-// (capital I for small L) are alike, and "bob-2" and "bob", "seif" and
-// "self" are not. Readings, rather than each letter in either case, keep a
-// small i apart from a small l: "ali" and "all" differ. Names without any
-// letter or digit are alike when their [Skeleton] is the same.
+// equals some reading of b ([Readings]: the [Form] of the name as written
+// and of the name in lower and in upper case, and that form itself in
+// lower and in upper case). So "alice", "ALICE", "al\u3164ice",
+// "a\u13DEice" (a Cherokee Ꮮ), "\uA4EElice" (a Lisu ꓮ), "alice\u2800" and
+// "a.lice" are all alike, "Bill" and "BiII" (capital I for small L) are
+// alike, "bob" and "B\u043e\u13CF" (a Cyrillic о, a Cherokee Ꮟ) are alike,
+// and "bob-2" and "bob", "seif" and "self" are not. Readings, rather than
+// each letter in either case, keep a small i apart from a small l: "ali"
+// and "all" differ. Names without any letter or digit are alike when their
+// [Skeleton] is the same.
 func Alike(a, b string) bool {
-	ra, rb := readings(a), readings(b)
+	ra, rb := Readings(a), Readings(b)
 	for _, x := range ra {
 		for _, y := range rb {
 			if x == y {
@@ -53,14 +56,25 @@ func Alike(a, b string) bool {
 	return false
 }
 
-// readings returns the forms of name as written, in lower case and in
-// upper case, or its skeleton alone when it has no letter or digit.
-func readings(name string) []string {
+// Readings returns the ways a reader may take name in, case aside: the
+// [Form] of name as written, in lower case and in upper case, and that
+// form in lower and in upper case (so a letter of another script that is
+// drawn like a capital B counts as a b too), or the skeleton alone when
+// name has no letter or digit. Two names are [Alike] exactly when their
+// readings share one, so a caller comparing many names can index them by
+// reading.
+func Readings(name string) []string {
 	f := Form(name)
 	if f == "" {
 		return []string{Skeleton(name)}
 	}
-	return []string{f, Form(strings.ToLower(name)), Form(strings.ToUpper(name))}
+	rs := []string{f}
+	for _, r := range []string{Form(strings.ToLower(name)), Form(strings.ToUpper(name)), strings.ToLower(f), strings.ToUpper(f)} {
+		if !slices.Contains(rs, r) {
+			rs = append(rs, r)
+		}
+	}
+	return rs
 }
 
 // patterns caches the patterns of the few words the callers ask for.
