@@ -18,6 +18,34 @@ func Skeleton(s string) string {
 	return confusable.Skeleton(stripIgnorable(norm.NFKC.String(s)))
 }
 
+// DrawnAs reports whether the character r is drawn as the character c:
+// it is c, or its compatibility form (NFKC) or its UTS #39 prototype
+// ([Skeleton]) is c, as the Armenian full stop "։" and the ratio sign "∶"
+// are drawn as ":".
+func DrawnAs(r, c rune) bool {
+	if r == c {
+		return true
+	}
+	if single(confusable.GetReplacement(r)) == c {
+		return true
+	}
+	var buf [utf8.UTFMax]byte
+	b := buf[:utf8.EncodeRune(buf[:], r)]
+	if norm.NFKC.IsNormal(b) {
+		return false // its prototype was checked above
+	}
+	return single(Skeleton(string(b))) == c
+}
+
+// single returns the one character s holds, or -1.
+func single(s string) rune {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 || n != len(s) {
+		return -1
+	}
+	return r
+}
+
 // Form returns the letters and digits a reader takes in from s: s in
 // normalization form NFKC, decomposed, without [Ignorable] characters and
 // combining marks, each character replaced by its UTS #39 prototype (see
@@ -37,7 +65,7 @@ func Form(s string) string {
 
 // chunkLimit bounds how many bytes of text outside ASCII a reader
 // normalizes at once.
-const chunkLimit = 256
+const chunkLimit = 64
 
 // reader yields the [Form] of a text one character at a time, doing only
 // the work the characters asked for need: ASCII is read from a table, and

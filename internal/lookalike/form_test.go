@@ -195,3 +195,24 @@ func FuzzForm(f *testing.F) {
 		}
 	})
 }
+
+func TestDrawnAs(t *testing.T) {
+	for _, tt := range []struct {
+		r, c rune
+		want bool
+	}{
+		{':', ':', true},
+		{'\u0589', ':', true}, // Armenian full stop
+		{'\u2236', ':', true}, // ratio
+		{'\uff1a', ':', true}, // full-width colon
+		{'\ufe55', ':', true}, // small colon
+		{';', ':', false},
+		{'a', ':', false},
+		{'\u65e5', ':', false},
+		{'\u0430', 'a', true}, // Cyrillic а
+	} {
+		if got := DrawnAs(tt.r, tt.c); got != tt.want {
+			t.Errorf("DrawnAs(%U, %q) = %v, want %v", tt.r, tt.c, got, tt.want)
+		}
+	}
+}

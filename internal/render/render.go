@@ -458,12 +458,12 @@ func imitatesOwnLine(line string) bool {
 	return false
 }
 
-// isColon reports whether r is drawn as a colon: ":" itself, a
-// compatibility form of it, or a character UTS #39 maps to it, such as
-// the Armenian full stop "։" or the ratio sign "∶".
+// isColon reports whether r is drawn as a colon ([lookalike.DrawnAs]): ":"
+// itself, a compatibility form of it, or a character UTS #39 maps to it,
+// such as the Armenian full stop "։" or the ratio sign "∶".
 func isColon(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r == ':'
 	}
-	return lookalike.Skeleton(string(r)) == ":"
+	return lookalike.DrawnAs(r, ':')
 }
