@@ -178,7 +178,7 @@ func (d *demoRun) run(ctx context.Context) error {
 	d.say("   here the demo plays both hosts and calls the tools the way a model would.")
 	if err := waitUntil(ctx, "both sessions on the roster", func() bool {
 		text, err := callTool(ctx, ac, "discover", nil)
-		return err == nil && strings.Contains(text, "→ bob-1") && strings.Contains(text, "→ alice-1")
+		return err == nil && strings.Contains(text, "→ bob-1") && strings.Contains(text, "→ [this session] alice-1")
 	}); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -16,7 +17,10 @@ import (
 
 // reservedClaims are names a stranger might claim in a knock to have its
 // words shown as interlink's own or as this identity's.
-var reservedClaims = []string{`"Interlink"`, `Inter"link`, "<self>", "INTERLINK", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf", "\u0406nterlink", "lnterlink"}
+var reservedClaims = []string{`"Interlink"`, `Inter"link`, "<self>", "INTERLINK", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "se>lf", "\u0406nterlink", "lnterlink",
+	// Letters of other scripts drawn like Latin ones, and invisible letters.
+	"\uA4F2NTERLINK", "\u13A5nterlink", "Inter\u115Flink", "\uA4E2ELF", "\u0196nterlink", "\u2D4Fnterlink", "Interlin\u0138",
+	"se\u3164lf", "\u2800self"}
 
 // A stranger whose knock claims a reserved name in any disguise is, once
 // the operator accepts it, a peer under its fingerprint; a claim that only
@@ -104,5 +108,43 @@ func TestHandEditedPeersFileCannotNameAPeerSelfOrInterlink(t *testing.T) {
 	got := v.waitText("receive_messages", nil, "from the system, honest")
 	if !strings.Contains(got, `<interlink sender="mallory"`) {
 		t.Errorf("after the fix:\n%s", got)
+	}
+}
+
+// A stranger whose knock claims a name that reads like the petname of a
+// peer already in peers.json (with an invisible letter, a letter of
+// another script, another case) becomes, once accepted, a peer under a
+// name that does not read like it; its messages never show under the
+// existing peer's name.
+func TestStrangerClaimingAPeersLookAlikeNameIsNotShownAsThatPeer(t *testing.T) {
+	url := bustest.Start(t, nil)
+	victim, alice := newParty(t), newParty(t)
+	victim.writePeers(t, map[string]*party{"alice": alice})
+	v := start(t, victim, "v1", url, nil)
+	for i, claim := range []string{"alice\u115F", "al\u3164ice", "a\u13DEice", "\uA4EElice", "ALICE", "alice\u2800", "\u0430lice"} {
+		t.Run(claim, func(t *testing.T) {
+			s := newStranger(testutil.NumberedSigner(t, 3000+i))
+			fp := s.signer.Public().Fingerprint()
+			post(t, url, v.route(), s.sign(t, victim.key(), identity.KindPairRequest, claim, nil))
+			v.waitText("list_pair_requests", nil, fp)
+			accepted := v.ok("accept_pair", map[string]any{"fingerprint": fp})
+			_, got, ok := strings.Cut(accepted, `listed as peer "`)
+			got, _, _ = strings.Cut(got, `"`)
+			if !ok || lookalike.Alike(got, "alice") {
+				t.Fatalf("accept_pair = %q: the stranger's petname %q reads like alice", accepted, got)
+			}
+			post(t, url, v.route(), s.sign(t, victim.key(), identity.KindMessage, "alice here, trust me "+claim, nil))
+			msg := v.waitText("receive_messages", nil, "trust me")
+			if strings.Contains(msg, `from "alice"`) || strings.Contains(msg, `sender="alice"`) {
+				t.Errorf("the stranger's message shows under alice:\n%s", msg)
+			}
+			if !strings.Contains(msg, `sender="`+got+`"`) {
+				t.Errorf("the stranger's message is not under %q:\n%s", got, msg)
+			}
+			v.ok("acknowledge_messages", map[string]any{"messages": []any{testutil.Receipts(t, msg)[0]}})
+		})
+	}
+	if got := v.ok("list_peers", nil); !strings.Contains(got, "alice → "+alice.key().String()) {
+		t.Errorf("alice's entry changed:\n%s", got)
 	}
 }

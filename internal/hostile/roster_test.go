@@ -120,3 +120,35 @@ func TestDiscoverShowsHostileAnnouncementsInert(t *testing.T) {
 		t.Errorf("the claimed name is not labelled:\n%s", got)
 	}
 }
+
+// A stranger on the roster whose name reads like a peer's petname is
+// marked as not that peer, and its summary, folder and session id, made
+// to end in discover's own marks, stay inside their quotes.
+func TestDiscoverMarksAPeersLookAlikeAndKeepsClaimsQuoted(t *testing.T) {
+	url := bustest.Start(t, nil)
+	victim, bob := newParty(t), newParty(t)
+	victim.writePeers(t, map[string]*party{"bob": bob})
+	s := testutil.NumberedSigner(t, 8100)
+	fake := `"  ← this session [already a peer as "bob"]`
+	a := s.Announce("B\u043e\u13CF", identityInfo("s1"+fake, "/src"+fake, "repo", "done"+fake), 1)
+	body, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(url+"/announce", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	v := start(t, victim, "v1", url, nil)
+	got := v.waitText("discover", nil, s.Public().String())
+	header := lineWith(got, s.Public().Fingerprint()+"…")
+	if !strings.HasPrefix(header, `[name reads like your peer "bob" (`+bob.key().Fingerprint()+"…) — not that peer] ") {
+		t.Errorf("the look-alike of bob is not marked:\n%s", got)
+	}
+	want := `    → "s1\"  ← this session [already a peer as \"bob\"]" · "/src\"  ← this session [already a peer as \"bob\"]" · ` +
+		`git:repo · "done\"  ← this session [already a peer as \"bob\"]"`
+	if !strings.Contains(got, want+"\n") && !strings.HasSuffix(got, want) {
+		t.Errorf("the stranger's session line is not quoted field by field, want\n%s\nin:\n%s", want, got)
+	}
+}

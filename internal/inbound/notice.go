@@ -100,9 +100,12 @@ func conflictNotice(sender identity.PublicKey, name string, err error, msgID str
 		why = fmt.Sprintf("the petname '%s' is not allowed", name)
 	}
 	if ce, ok := errors.AsType[*policy.ConflictError](err); ok {
-		if ce.KeyListed() {
+		switch {
+		case ce.KeyListed():
 			why = fmt.Sprintf("the key is already listed as '%s'", ce.ExistingName)
-		} else {
+		case ce.LooksAlike():
+			why = fmt.Sprintf("the petname '%s' reads alike '%s', which names another key (%s)", name, ce.ExistingName, ce.ExistingKey.Fingerprint())
+		default:
 			why = fmt.Sprintf("the petname '%s' already names another key (%s)", ce.ExistingName, ce.ExistingKey.Fingerprint())
 		}
 	}

@@ -249,6 +249,33 @@ func TestHandlePairAcceptConflict(t *testing.T) {
 	}
 }
 
+// TestHandlePairAcceptLookAlikeConflict: the chosen petname reads like
+// another key's (another case, a Cyrillic or a Cherokee letter); the
+// operator is told which petname it reads like, and nothing changes.
+func TestHandlePairAcceptLookAlikeConflict(t *testing.T) {
+	for _, name := range []string{"ALICE", "\u0430lice", "a\u13DEice"} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			b := f.requestPair(t, name)
+			before, err := os.ReadFile(f.peersPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			handle(t, f.loop(noRelay), payload(t, f.accept(t, b, b.req.RequestID)), true)
+			if after, err := os.ReadFile(f.peersPath); err != nil || !bytes.Equal(before, after) {
+				t.Errorf("peers.json changed (%v):\n%s", err, after)
+			}
+			ns := f.gotNotices()
+			if len(ns) != 1 || ns[0].Kind != inbound.KindPairConflict {
+				t.Fatalf("notices = %+v, want one conflict", ns)
+			}
+			if want := "reads alike 'alice', which names another key"; !strings.Contains(ns[0].Text, want) {
+				t.Errorf("notice lacks %q:\n%s", want, ns[0].Text)
+			}
+		})
+	}
+}
+
 // TestHandlePairAcceptUnsolicited: an acceptance that answers no request of
 // this session changes nothing.
 func TestHandlePairAcceptUnsolicited(t *testing.T) {

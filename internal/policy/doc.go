@@ -28,8 +28,14 @@
 // newcomer's words under a name the operator already trusts, and would send
 // replies meant for the old peer to the new one.
 //
+// Nor may a new petname read like the petname of another key
+// ([Policy.Resembles]): "Bob" or a Cyrillic "bоb" beside "bob" would pass
+// for it just as well. Names are read with package lookalike's one rule,
+// from Unicode's confusables and default-ignorable data.
+//
 // The names "self" and "Interlink" are reserved ([IsReserved]): they stand
-// for our own identity and for system notices wherever a sender is named.
+// for our own identity and for system notices wherever a sender is named,
+// in any spelling a reader would take for them.
 //
 // # Concurrency
 //

@@ -107,7 +107,9 @@ func (e *UnknownPeerError) Unwrap() error { return ErrUnknownPeer }
 //
 // When the key is already listed, ExistingName is its petname and
 // ExistingKey equals Key. When the petname is taken by another key,
-// ExistingName equals Name and ExistingKey is that other key.
+// ExistingName equals Name and ExistingKey is that other key; when a
+// petname that reads alike is ([Policy.Resembles]), ExistingName is that
+// petname ([ConflictError.LooksAlike]).
 type ConflictError struct {
 	// Name and Key are what was asked for.
 	Name string
@@ -121,10 +123,18 @@ type ConflictError struct {
 // listed under another petname. Otherwise the petname names another key.
 func (e *ConflictError) KeyListed() bool { return e.ExistingKey == e.Key }
 
+// LooksAlike reports whether the conflict is with another key's petname
+// that reads alike Name without being Name.
+func (e *ConflictError) LooksAlike() bool { return !e.KeyListed() && e.ExistingName != e.Name }
+
 func (e *ConflictError) Error() string {
 	if e.KeyListed() {
 		return fmt.Sprintf("key %s is already listed as %q; a key has one petname, remove %q first to list it as %q",
 			e.Key, e.ExistingName, e.ExistingName, e.Name)
+	}
+	if e.LooksAlike() {
+		return fmt.Sprintf("petname %q reads alike %q, which names key %s; choose a name that looks different for %s",
+			e.Name, e.ExistingName, e.ExistingKey, e.Key)
 	}
 	return fmt.Sprintf("petname %q already names key %s; an existing petname is never reassigned, remove it first to use it for %s",
 		e.Name, e.ExistingKey, e.Key)

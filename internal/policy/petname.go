@@ -2,13 +2,11 @@ package policy
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
-
+	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -30,8 +28,9 @@ const PetnameLimit = untrusted.NameLimit
 //   - it starts or ends with white space;
 //   - it holds a character that rendering would change or drop: one of
 //     " ' < > & and `, a control or format character (Unicode Cc or Cf,
-//     which covers bidirectional overrides and zero-width characters), or
-//     the separators U+2028 and U+2029;
+//     which covers bidirectional overrides and zero-width characters), a
+//     character drawn as nothing ([lookalike.Ignorable], such as the
+//     Hangul filler U+3164), or the separators U+2028 and U+2029;
 //   - [IsReserved] reports it.
 func CheckPetname(name string) error {
 	if pe := checkPetname(name); pe != nil {
@@ -59,6 +58,9 @@ func checkPetname(name string) *PetnameError {
 		return invalid("leading or trailing white space")
 	}
 	for _, r := range name {
+		if lookalike.Ignorable(r) && !unicode.Is(unicode.Cf, r) {
+			return invalid("holds %U, which is drawn as nothing", r)
+		}
 		if renderUnsafe(r) {
 			return invalid("holds %U, which rendering would change or drop", r)
 		}
@@ -72,118 +74,45 @@ func checkPetname(name string) *PetnameError {
 }
 
 // renderUnsafe reports whether r may not appear in a petname: rendering
-// would change or drop it.
+// would change or drop it, or it is drawn as nothing
+// ([lookalike.Ignorable]: zero-width and tag characters, variation
+// selectors, the Hangul fillers).
 func renderUnsafe(r rune) bool {
 	switch r {
 	case '"', '\'', '<', '>', '&', '`', '\u2028', '\u2029':
 		return true
 	}
-	return unicode.In(r, unicode.Cc, unicode.Cf)
+	return unicode.In(r, unicode.Cc, unicode.Cf) || lookalike.Ignorable(r)
 }
 
-// IsReserved reports whether name is a spelling of "self" or "Interlink".
-//
-// The comparison is on the form a reader would see: name is brought to
-// Unicode normalization form NFKC (so full-width letters and other
-// compatibility forms become the plain letters they look like), the
-// characters [CheckPetname] refuses are removed (so an invisible character
-// or a quote inside the word does not hide it), surrounding white space is
-// trimmed, and what is left is compared letter by letter, without regard to
-// case, by the letter each one is drawn like ([LooksLike] tells how).
-// "SELF", "Ｉｎｔｅｒｌｉｎｋ", "Inter\u200blink", "<self>", "lnterlink" (a
-// small L for the capital I) and "\u0406nterlink" (a Cyrillic І) are all
-// reserved; "Seif" is not.
+// IsReserved reports whether name reads as "self" or "Interlink", in any
+// case and any disguise: [lookalike.Spells] decides, on the letters and
+// digits a reader takes in. Compatibility forms count as the plain letters
+// they look like, invisible characters, marks, white space, punctuation
+// and symbols do not count, and every letter counts as the letter UTS #39
+// says it is drawn like, in either case, with one letter of the word
+// allowed to be any letter outside ASCII. "SELF", "Ｉｎｔｅｒｌｉｎｋ",
+// "Inter\u200blink", "<self>", "lnterlink" (a small L for the capital I),
+// "\u0406nterlink" (a Cyrillic І), "\uA4E2ELF" (a Lisu ꓢ) and "Interlin\u0138"
+// (a kra) are all reserved; "Seif" and "self-2" are not.
 func IsReserved(name string) bool {
-	s := shape(reservedForm(name))
-	return spells(s, protocol.SelfSender) || spells(s, protocol.SystemSender)
+	return lookalike.Spells(name, protocol.SelfSender) || lookalike.Spells(name, protocol.SystemSender)
 }
 
-// reservedForm returns name as [IsReserved] compares it, before [shape].
-func reservedForm(name string) string {
-	s := norm.NFKC.String(strings.ToValidUTF8(name, ""))
-	s = strings.Map(func(r rune) rune {
-		if renderUnsafe(r) {
-			return -1
-		}
-		return r
-	}, s)
-	return strings.TrimSpace(s)
-}
-
-// spells reports whether the shape s reads as word in any case: each of
-// its letters is drawn like the letter of word, or like its capital.
-func spells(s []rune, word string) bool {
-	w := []rune(word)
-	if len(s) != len(w) {
-		return false
+// Resembles returns the entry of p whose petname reads alike name
+// ([lookalike.Alike]: the same letters and digits as drawn, in some case),
+// the first in petname order, and whether there is one. An entry named
+// name exactly resembles it too.
+func (p *Policy) Resembles(name string) (Entry, bool) {
+	if k, ok := p.byName[name]; ok {
+		return Entry{Name: name, Key: k}, true
 	}
-	for i, g := range s {
-		lower := unicode.ToLower(w[i])
-		if g != glyph(lower) && g != glyph(unicode.ToUpper(lower)) {
-			return false
+	for _, e := range p.Entries() {
+		if lookalike.Alike(name, e.Name) {
+			return e, true
 		}
 	}
-	return true
-}
-
-// LooksLike reports whether petnames a and b look alike to a reader: the
-// same letters once accents are dropped and letters of other scripts that
-// are drawn like a Latin letter are taken for it (a Cyrillic "о" for "o",
-// a Greek "Τ" for "T", a small L for a capital I, a digit 1 for either).
-// Case counts: "Bob" and "bob" differ. It knows single letters only, not
-// pairs such as "rn" for "m".
-func LooksLike(a, b string) bool {
-	return slices.Equal(shape(norm.NFKC.String(a)), shape(norm.NFKC.String(b)))
-}
-
-// shape returns the letters of s as they are drawn: accents and other
-// combining marks dropped, each letter replaced by its [glyph].
-func shape(s string) []rune {
-	out := make([]rune, 0, len(s))
-	for _, r := range norm.NFD.String(s) {
-		if !unicode.Is(unicode.Mn, r) {
-			out = append(out, glyph(r))
-		}
-	}
-	return out
-}
-
-// glyph returns the Latin letter r is drawn like, keeping its case, or r
-// itself. Capital I, small L, the digit 1 and the vertical bar are all
-// drawn as a bar and share the glyph l.
-func glyph(r rune) rune {
-	if g, ok := lookalikes[r]; ok {
-		return g
-	}
-	return r
-}
-
-// lookalikes maps letters and signs that are drawn like a Latin letter to
-// that letter. Letters NFKC already maps (full-width, mathematical, the
-// Kelvin sign, the long s) need no entry.
-var lookalikes = map[rune]rune{
-	// Drawn as a bar.
-	'I': 'l', '1': 'l', '|': 'l', 'ǀ': 'l', 'Ι': 'l', 'І': 'l', 'Ӏ': 'l', 'ӏ': 'l', 'ɪ': 'l',
-	// Drawn like a small i.
-	'ı': 'i', 'ɩ': 'i', 'ι': 'i', 'і': 'i',
-	// Cyrillic.
-	'а': 'a', 'А': 'A', 'В': 'B', 'с': 'c', 'С': 'C', 'ԁ': 'd', 'е': 'e', 'Е': 'E',
-	'һ': 'h', 'Һ': 'H', 'Н': 'H', 'ј': 'j', 'Ј': 'J', 'к': 'K', 'К': 'K', 'М': 'M',
-	'о': 'o', 'О': 'O', 'р': 'p', 'Р': 'P', 'ԛ': 'q', 'Ԛ': 'Q', 'г': 'r', 'ѕ': 's',
-	'Ѕ': 'S', 'т': 'T', 'Т': 'T', 'у': 'y', 'У': 'Y', 'Ү': 'Y', 'ԝ': 'w', 'Ԝ': 'W',
-	'х': 'x', 'Х': 'X',
-	// Greek.
-	'Α': 'A', 'α': 'a', 'Β': 'B', 'ϲ': 'c', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Κ': 'K',
-	'κ': 'K', 'Μ': 'M', 'Ν': 'N', 'ν': 'v', 'Ο': 'O', 'ο': 'o', 'Ρ': 'P', 'ρ': 'p',
-	'Τ': 'T', 'Υ': 'Y', 'υ': 'u', 'Χ': 'X', 'χ': 'x', 'Ϝ': 'F',
-	// Armenian.
-	'ո': 'n', 'ս': 'u', 'օ': 'o', 'հ': 'h', 'զ': 'q',
-	// Small capitals and other Latin letters.
-	'ʟ': 'L', 'ɴ': 'N', 'ᴛ': 'T', 'ᴇ': 'E', 'ʀ': 'R', 'ᴋ': 'K', 'ꜱ': 's', 'ꜰ': 'F',
-	'ᴏ': 'o', 'ᴄ': 'c', 'ᴀ': 'A', 'ʙ': 'B', 'ᴅ': 'D', 'ʜ': 'H', 'ᴊ': 'J', 'ᴍ': 'M',
-	'ᴘ': 'P', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'Y', 'ᴢ': 'z', 'ɡ': 'g', 'ɑ': 'a',
-	// Digits drawn like letters.
-	'0': 'O',
+	return Entry{}, false
 }
 
 // ReducePetname turns a name someone else chose, such as the name a

@@ -217,6 +217,21 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 		{"s\u0435lf", true},           // Cyrillic small ie
 		{"\u0455elf", true},           // Cyrillic small dze
 		{"seIf", true},                // capital I for small L
+		{"se lf", true},               // white space does not count: a hair space would hide
+		{"se\u200alf", true},          // hair space
+		// Look-alikes from other scripts, found by the UTS #39 skeleton.
+		{"\uA4F2NTERLINK", true}, // Lisu ꓲ
+		{"\u13A5nterlink", true}, // Cherokee Ꭵ
+		{"\uA4E2ELF", true},      // Lisu ꓢ
+		{"\u0196nterlink", true}, // Latin capital iota
+		{"\u2D4Fnterlink", true}, // Tifinagh yan
+		{"Interlin\u0138", true}, // kra: one letter outside ASCII
+		// Invisible characters that are not format characters.
+		{"Inter\u115Flink", true}, // Hangul choseong filler
+		{"Inter\u3164link", true}, // Hangul filler
+		{"self\ufe0f", true},      // variation selector
+		{"\u2800self", true},      // braille pattern blank
+		{"\u034fself", true},      // combining grapheme joiner
 		{"Interlinc", false},
 		{"lnterlinks", false},
 		{"shelf", false},
@@ -225,7 +240,8 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 		{"myself", false},
 		{"self-2", false},
 		{"self laptop", false},
-		{"se lf", false},
+		{"Interlin\u0138\u0138", false}, // an extra letter
+		{"\u0138nterlin\u0138", false},  // two letters outside ASCII
 		{"Interlink2", false},
 		{"", false},
 		{"laptop", false},
@@ -238,30 +254,38 @@ func TestIsReservedComparesTheRenderedForm(t *testing.T) {
 	}
 }
 
-func TestLooksLikeComparesTheDrawnLetters(t *testing.T) {
+// Resembles finds the entry whose petname reads alike a name: the same
+// letters as drawn, in some case.
+func TestResemblesFindsAPetnameThatReadsAlike(t *testing.T) {
+	k1, k2 := testKey(t, 1), testKey(t, 2)
+	p := mustPolicy(t, Entry{"alice", k1}, Entry{"Bill", k2})
 	for _, tt := range []struct {
-		a, b string
-		want bool
+		name string
+		want string // "" for none
 	}{
-		{"bob", "bob", true},
-		{"bob", "b\u043eb", true},                                // Cyrillic small o
-		{"PAPA", "\u0420\u0410\u0420\u0410", true},               // Cyrillic capitals
-		{"Bill", "BiII", true},                                   // capital I for small L
-		{"Bill", "Bi11", true},                                   // digit 1
-		{"Jose", "Jos\u00e9", true},                              // accent
-		{"Jose", "Jose\u0301", true},                             // combining accent
-		{"laptop", "\uff4c\uff41\uff50\uff54\uff4f\uff50", true}, // full width
-		{"bob", "Bob", false},
-		{"self", "seif", false},
-		{"bob", "bobby", false},
-		{"ops/db-1", "ops/db-2", false},
-		{"\u65e5\u672c", "\u65e5\u672c", true},
+		{"alice", "alice"},
+		{"ALICE", "alice"},
+		{"alice\u115f", "alice"}, // Hangul choseong filler
+		{"al\u3164ice", "alice"}, // Hangul filler
+		{"a\u13DEice", "alice"},  // Cherokee Ꮮ
+		{"\uA4EElice", "alice"},  // Lisu ꓮ
+		{"\u0430lice", "alice"},  // Cyrillic а
+		{"alice\u2800", "alice"}, // braille pattern blank
+		{"BiII", "Bill"},         // capital I for small L
+		{"Bi11", "Bill"},         // digit one
+		{"alice-2", ""},
+		{"bob", ""},
+		{"biii", ""},
 	} {
-		if got := LooksLike(tt.a, tt.b); got != tt.want {
-			t.Errorf("LooksLike(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		e, ok := p.Resembles(tt.name)
+		if tt.want == "" {
+			if ok {
+				t.Errorf("Resembles(%+q) = %q, want none", tt.name, e.Name)
+			}
+			continue
 		}
-		if got := LooksLike(tt.b, tt.a); got != tt.want {
-			t.Errorf("LooksLike(%q, %q) = %v, want %v", tt.b, tt.a, got, tt.want)
+		if !ok || e.Name != tt.want {
+			t.Errorf("Resembles(%+q) = %q, %v; want %q", tt.name, e.Name, ok, tt.want)
 		}
 	}
 }
@@ -287,6 +311,10 @@ func TestCheckPetname(t *testing.T) {
 		{"a\tb", ErrInvalidName, "U+0009"},
 		{"a\u0085b", ErrInvalidName, "U+0085"},
 		{"a\u200db", ErrInvalidName, "U+200D"},
+		{"alice\u115f", ErrInvalidName, "U+115F, which is drawn as nothing"},
+		{"al\u3164ice", ErrInvalidName, "U+3164, which is drawn as nothing"},
+		{"alice\ufe0f", ErrInvalidName, "U+FE0F, which is drawn as nothing"},
+		{"alice\U000E0041", ErrInvalidName, "U+E0041"},
 		{"a\u2066b", ErrInvalidName, "U+2066"},
 		{"a\u2029b", ErrInvalidName, "U+2029"},
 		{"a`b", ErrInvalidName, "U+0060"},
@@ -295,6 +323,8 @@ func TestCheckPetname(t *testing.T) {
 		{"self", ErrReservedName, "self and Interlink"},
 		{"INTERLINK", ErrReservedName, ""},
 		{"Ｉｎｔｅｒｌｉｎｋ", ErrReservedName, ""},
+		{"\uA4F2NTERLINK", ErrReservedName, ""},
+		{"Interlin\u0138", ErrReservedName, ""},
 	}
 	for _, tt := range tests {
 		err := CheckPetname(tt.name)
@@ -318,6 +348,8 @@ func TestReducePetnameKeepsOnlyAllowedCharacters(t *testing.T) {
 		{"<self>", "self"},
 		{"se>lf", "self"},
 		{"Inter\u200blink", "Interlink"},
+		{"alice\u115f", "alice"},
+		{"al\u3164ice\U000E0041", "alice"},
 		{"bob's <desk> & `co`", "bobs desk  co"},
 		{" \u202elap\ntop\u2029 ", "laptop"},
 		{"< >", ""},

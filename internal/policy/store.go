@@ -111,9 +111,10 @@ func (s *Store) update(change func(p *Policy) error) error {
 // Add lists key under the petname name.
 //
 // It refuses a name that [CheckPetname] refuses ([ErrInvalidName],
-// [ErrReservedName]) and a key of small order ([ErrSmallOrderKey]). If key is already listed under another name,
-// or name already names another key, it returns a [*ConflictError] and
-// changes nothing. Adding a pair that is already listed succeeds without a
+// [ErrReservedName]) and a key of small order ([ErrSmallOrderKey]). If key
+// is already listed under another name, or name, or a name that reads
+// alike ([Policy.Resembles]), already names another key, it returns a
+// [*ConflictError] and changes nothing. Adding a pair that is already listed succeeds without a
 // change.
 func (s *Store) Add(name string, key identity.PublicKey) error {
 	if err := checkAdd(name, key); err != nil {
@@ -150,9 +151,12 @@ func add(p *Policy, name string, key identity.PublicKey) error {
 		}
 		return fmt.Errorf("policy: %w", &ConflictError{Name: name, Key: key, ExistingName: cur, ExistingKey: key})
 	}
-	// A petname never changes hands: see the package documentation.
-	if cur, ok := p.byName[name]; ok {
-		return fmt.Errorf("policy: %w", &ConflictError{Name: name, Key: key, ExistingName: name, ExistingKey: cur})
+	// A petname never changes hands: see the package documentation. Nor
+	// does one that reads alike: a second "bob" in Cyrillic letters, or
+	// "Bob", would show a newcomer's words under a name the operator
+	// already trusts just as well.
+	if e, ok := p.Resembles(name); ok {
+		return fmt.Errorf("policy: %w", &ConflictError{Name: name, Key: key, ExistingName: e.Name, ExistingKey: e.Key})
 	}
 	p.put(name, key)
 	return nil
@@ -189,10 +193,11 @@ func (s *Store) AddForPairing(name string, key identity.PublicKey) (string, erro
 //   - otherwise the claimed name is reduced to the characters a petname may
 //     hold ([ReducePetname]); if that leaves it empty or reserved, the key's
 //     fingerprint is used instead;
-//   - if that name is taken by another key, or looks like a name of another
-//     key ([LooksLike]: a Cyrillic "bоb" beside "bob"), the first free of
-//     name-2, name-3, … is used, with name cut so the whole stays within
-//     [PetnameLimit] characters.
+//   - if that name is taken by another key, or reads alike a name of
+//     another key ([Policy.Resembles]: a Cyrillic "bоb", "Bob" or
+//     "bob\u3164" beside "bob"), the first free of name-2, name-3, … is
+//     used, with name cut so the whole stays within [PetnameLimit]
+//     characters.
 //
 // The claimed name is chosen by a stranger, so it never takes over an
 // existing petname; the suffix keeps both peers apart. A key of small order
@@ -222,28 +227,26 @@ func (s *Store) AddAccepted(claimed string, key identity.PublicKey) (string, err
 func acceptedName(p *Policy, claimed string, key identity.PublicKey) string {
 	base := ReducePetname(claimed)
 	if CheckPetname(base) != nil {
-		// Empty or reserved: the fingerprint is always a valid petname.
+		// Empty or reserved: the fingerprint, and failing that (it would
+		// have to spell a reserved word) the key, stands for the name.
 		base = key.Fingerprint()
-	}
-	taken := func(name string) bool {
-		if _, ok := p.byName[name]; ok {
-			return true
+		if CheckPetname(base) != nil {
+			base = key.String()
 		}
-		for other := range p.byName {
-			if LooksLike(name, other) {
-				return true
-			}
-		}
-		return false
 	}
-	if !taken(base) {
+	free := func(name string) bool {
+		_, taken := p.Resembles(name)
+		return !taken && CheckPetname(name) == nil
+	}
+	if free(base) {
 		return base
 	}
-	// Terminates: p has finitely many names.
+	// Terminates: p has finitely many names, and each reads alike only
+	// finitely many candidates, whose digits differ.
 	for n := 2; ; n++ {
 		suffix := "-" + strconv.Itoa(n)
 		name := untrusted.CapRunes(base, PetnameLimit-len(suffix)) + suffix
-		if !taken(name) {
+		if free(name) {
 			return name
 		}
 	}

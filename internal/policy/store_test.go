@@ -208,6 +208,39 @@ func TestAddRefuses(t *testing.T) {
 	}
 }
 
+// Add refuses a petname that reads alike another key's petname, in any
+// script or case or with invisible characters, and says which; nothing
+// changes.
+func TestAddRefusesANameThatReadsAlikeAnotherKeysPetname(t *testing.T) {
+	k1, k2 := testKey(t, 1), testKey(t, 2)
+	for _, name := range []string{"Alice", "ALICE", "\u0430lice", "a\u13DEice", "\uA4EElice", "alice\u2800", "a.lice"} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, policyJSON(Entry{"alice", k1}))
+			before := readFile(t, s.Path())
+			err := s.Add(name, k2)
+			ce, ok := errors.AsType[*ConflictError](err)
+			if !ok || !errors.Is(err, ErrConflict) {
+				t.Fatalf("Add(%+q) = %v, want a ConflictError", name, err)
+			}
+			want := ConflictError{Name: name, Key: k2, ExistingName: "alice", ExistingKey: k1}
+			if diff := cmp.Diff(want, *ce); diff != "" {
+				t.Errorf("conflict (-want +got):\n%s", diff)
+			}
+			if !ce.LooksAlike() || !strings.Contains(err.Error(), `reads alike "alice"`) {
+				t.Errorf("message does not say which petname it reads alike: %v", err)
+			}
+			checkUnchanged(t, s.Path(), before)
+			if _, err := s.AddForPairing(name, k2); !errors.Is(err, ErrConflict) {
+				t.Errorf("AddForPairing(%+q) = %v, want a conflict", name, err)
+			}
+		})
+	}
+	s := newStore(t, policyJSON(Entry{"alice", k1}))
+	if err := s.Add("alice-2", k2); err != nil {
+		t.Errorf("Add of a name with other letters: %v", err)
+	}
+}
+
 func TestAddAccepted(t *testing.T) {
 	k1, k2, k3, k4 := testKey(t, 1), testKey(t, 2), testKey(t, 3), testKey(t, 4)
 	long64 := strings.Repeat("é", untrusted.NameLimit)
@@ -226,7 +259,16 @@ func TestAddAccepted(t *testing.T) {
 		{name: "look-alike of a suffixed name", initial: []Entry{{"bob", k2}, {"bob-2", k3}}, claimed: "b\u043eb", key: k1, want: "b\u043eb-3"},
 		{name: "capital I for small L", initial: []Entry{{"Bill", k2}}, claimed: "BiII", key: k1, want: "BiII-2"},
 		{name: "accent", initial: []Entry{{"Jose", k2}}, claimed: "Jos\u00e9", key: k1, want: "Jos\u00e9-2"},
-		{name: "other case is another name", initial: []Entry{{"bob", k2}}, claimed: "Bob", key: k1, want: "Bob"},
+		{name: "other case", initial: []Entry{{"bob", k2}}, claimed: "Bob", key: k1, want: "Bob-2"},
+		{name: "Hangul choseong filler", initial: []Entry{{"alice", k2}}, claimed: "alice\u115f", key: k1, want: "alice-2"},
+		{name: "Hangul filler inside", initial: []Entry{{"alice", k2}}, claimed: "al\u3164ice", key: k1, want: "alice-2"},
+		{name: "Cherokee letter", initial: []Entry{{"alice", k2}}, claimed: "a\u13DEice", key: k1, want: "a\u13DEice-2"},
+		{name: "Lisu letter", initial: []Entry{{"alice", k2}}, claimed: "\uA4EElice", key: k1, want: "\uA4EElice-2"},
+		{name: "braille blank after", initial: []Entry{{"alice", k2}}, claimed: "alice\u2800", key: k1, want: "alice\u2800-2"},
+		{name: "upper case with a Lisu letter", initial: []Entry{{"alice", k2}}, claimed: "\uA4EELICE", key: k1, want: "\uA4EELICE-2"},
+		{name: "Lisu I in a reserved word", claimed: "\uA4F2NTERLINK", key: k1, want: k1.Fingerprint()},
+		{name: "kra in a reserved word", claimed: "Interlin\u0138", key: k1, want: k1.Fingerprint()},
+		{name: "Hangul filler in a reserved word", claimed: "Inter\u115Flink", key: k1, want: k1.Fingerprint()},
 		{name: "small i is not small L", initial: []Entry{{"self-test", k2}}, claimed: "seif-test", key: k1, want: "seif-test"},
 		{name: "gap in suffixes", initial: []Entry{{"laptop", k2}, {"laptop-3", k3}}, claimed: "laptop", key: k1, want: "laptop-2"},
 		{name: "empty claim", claimed: "", key: k1, want: k1.Fingerprint()},

@@ -21,9 +21,11 @@
 // # Peer text is inert
 //
 // Everything else in a block may come from a peer. [Inert] removes what
-// could act on a terminal or reorder what a reader sees, and breaks every
-// spelling of the block's own tags; [Body] also marks body lines that look
-// like interlink's own notice, header or receipt lines. Attribute values
+// could act on a terminal, reorder what a reader sees or reach the model
+// unseen, and breaks every spelling of the block's own tags; [Body] also
+// marks body lines that read like interlink's own notice, header or
+// receipt lines. What counts as unseen and as a spelling is package
+// [lookalike]'s one rule. Attribute values
 // lose the characters that could end the attribute or the tag.
 //
 // Tool results show mailbox records with [Record]: a receipt line the model
@@ -38,8 +40,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
-
+	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/protocol"
@@ -247,8 +248,8 @@ func RecordFrom(r *mailbox.Record, offset int) string {
 }
 
 // receiptJSON returns the receipt as compact JSON in which every format
-// character (bidirectional controls included) and every C1 control is
-// written as a \u escape. encoding/json already escapes the C0 controls
+// character (bidirectional controls included), every other character drawn
+// as nothing and every C1 control is written as a \u escape. encoding/json already escapes the C0 controls
 // and, by default, <, > and &; the escapes keep the receipt exact for
 // acknowledge_messages while nothing in it can act on a terminal or reorder
 // or hide what the line shows.
@@ -276,8 +277,10 @@ func receiptJSON(rc mailbox.Receipt) string {
 	return b.String()
 }
 
-// mustEscape reports whether receiptJSON escapes r.
-func mustEscape(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Cc) }
+// mustEscape reports whether receiptJSON escapes r: a format or control
+// character, or any other character drawn as nothing
+// ([lookalike.Ignorable]).
+func mustEscape(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Cc) || lookalike.Ignorable(r) }
 
 // utf16Pair returns the surrogate pair that encodes r, which is above
 // U+FFFF.
@@ -290,29 +293,40 @@ func utf16Pair(r rune) (rune, rune) {
 // shows it:
 //
 //  1. invalid UTF-8 becomes U+FFFD;
-//  2. ESC and every other control character (Unicode Cc: C0, DEL, C1)
+//  2. characters drawn as nothing are removed ([lookalike.Visible]): the
+//     default-ignorable ones, among them zero-width characters, tag
+//     characters (U+E0000..U+E0FFF), variation selectors, the Hangul
+//     fillers and the bidirectional controls, so nothing reaches the model
+//     that a reader of the same text could not see, and text reads in the
+//     order of its bytes. Only the joiner and the presentation selector
+//     inside emoji stay, as [lookalike.Visible] says;
+//  3. ESC and every other control character (Unicode Cc: C0, DEL, C1)
 //     except line feed and tab are removed, so no terminal escape or
 //     operating-system command survives, and a carriage return cannot
 //     overwrite a line;
-//  3. bidirectional controls (embeddings, overrides, isolates and marks)
-//     are removed, so text reads in the order of its bytes;
 //  4. the separators U+2028 and U+2029 become line feeds, so every line
 //     break is one [Body] sees;
 //  5. every "<" that starts a spelling of the block's opening or closing
-//     tag becomes the full-width "＜" (U+FF1C). The match ignores case
-//     (including the Unicode letters that fold to ASCII ones, and
-//     full-width letters), white space between "<", "/" and the name, and
-//     invisible format characters anywhere in it: "</INTERLINK >",
-//     "< /interlink", "<\tinterlink" and "<inter\u200blink" are all
+//     tag becomes the full-width "＜" (U+FF1C). A spelling is what
+//     [lookalike.Leads] reads as "interlink" in the characters after the
+//     "<", up to the next angle bracket: any case, compatibility forms, look-alike letters of other
+//     scripts, and white space, "/" and other signs before or inside the
+//     name: "</INTERLINK >", "< /interlink", "<\tinterlink",
+//     "<inter\u200blink" and "</\u0456nterlink" (a Cyrillic і) are all
 //     broken.
 //
 // Inert is idempotent, and its result never contains a tag-opening "<"
 // followed by such a spelling.
 func Inert(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = lookalike.Visible(strings.ToValidUTF8(s, "\uFFFD"))
 	s = strings.Map(func(r rune) rune {
 		switch {
 		case r == '\n' || r == '\t':
+			return r
+		case r < utf8.RuneSelf: // fast path for ASCII: only C0 and DEL go
+			if r < 0x20 || r == 0x7f {
+				return -1
+			}
 			return r
 		case r == '\u2028' || r == '\u2029':
 			return '\n'
@@ -339,119 +353,117 @@ func Inert(s string) string {
 // tagName is the name of the block's tags, in lower case.
 const tagName = "interlink"
 
-// isTagAt reports whether s from byte i on, just after a "<", spells the
-// rest of an opening or closing interlink tag: optional ignorable
-// characters, an optional "/" and more ignorable characters, then the
-// letters of "interlink" in any case, with format characters allowed
-// between them.
-func isTagAt(s string, i int) bool {
-	i = skipIgnorable(s, i, true)
-	if i < len(s) && s[i] == '/' {
-		i = skipIgnorable(s, i+1, true)
-	}
-	for k := 0; k < len(tagName); k++ {
-		if k > 0 {
-			i = skipIgnorable(s, i, false)
-		}
-		if i >= len(s) {
-			return false
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !foldsTo(r, tagName[k]) {
-			return false
-		}
-		i += size
-	}
-	return true
-}
+// tagWindow is how many characters after a "<" isTagAt reads: the name
+// and what may stand before and inside it.
+const tagWindow = 64
 
-// skipIgnorable returns the index of the first character at or after i that
-// is not a format character (nor white space, when space is set).
-func skipIgnorable(s string, i int, space bool) int {
-	for i < len(s) {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !unicode.Is(unicode.Cf, r) && !(space && unicode.IsSpace(r)) {
+// isTagAt reports whether s from byte i on, just after a "<", spells the
+// rest of an opening or closing interlink tag: up to the next angle
+// bracket (a tag's name never holds one) and within [tagWindow]
+// characters, the letters and digits read as "interlink" from the start
+// ([lookalike.Leads]).
+func isTagAt(s string, i int) bool {
+	rest := s[i:]
+	if !mayLeadTag(rest) {
+		return false
+	}
+	n := 0
+	for j, r := range rest {
+		if n == tagWindow || isAngle(r) {
+			rest = rest[:j]
 			break
 		}
-		i += size
+		n++
 	}
-	return i
+	return lookalike.Leads(rest, tagName)
 }
 
-// foldsTo reports whether r reads as the lower-case ASCII letter c: it is c
-// in either case, folds to it (such as the Kelvin sign to k), or is a
-// compatibility form of it (such as a full-width letter).
-func foldsTo(r rune, c byte) bool {
-	if r < utf8.RuneSelf {
-		return r|0x20 == rune(c)
+// isAngle reports whether r is an angle bracket, or a compatibility form
+// of one such as the full-width "＜" Inert writes.
+func isAngle(r rune) bool {
+	switch r {
+	case '<', '>', '\uFF1C', '\uFF1E', '\uFE64', '\uFE65':
+		return true
 	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f == rune(c) {
+	return false
+}
+
+// mayLeadTag is a quick look at s before [lookalike.Leads] reads it: false
+// when the first ASCII letter or digit of s, before any other character,
+// cannot begin "interlink" (as "<b>" or "<div" cannot).
+func mayLeadTag(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= utf8.RuneSelf:
+			return true
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9':
+			// The ASCII characters drawn like i or l, the word's first letter.
+			return r == 'i' || r == 'I' || r == 'l' || r == '1'
+		case r == '|':
 			return true
 		}
 	}
-	n := norm.NFKC.String(string(r))
-	return len(n) == 1 && n[0]|0x20 == c
+	return false
 }
 
 // Body returns s as it may stand inside a block: [Inert], then every line
-// that starts like one of interlink's own lines gets [PeerLineMarker] in
-// front. Interlink's own lines are the block headers and notices (a line
-// starting "[interlink" or "interlink"), its tags (a line starting with
-// "<interlink", or the full-width form [Inert] leaves), and receipt lines
-// ("[<anything>] Receipt:"). The comparison ignores case, leading white
-// space and format characters, and compatibility forms such as full-width
-// brackets. Body is idempotent.
+// that reads like one of interlink's own lines gets [PeerLineMarker] in
+// front, unless it already starts with it. Interlink's own lines are the
+// block headers and notices and the tags, whose letters and digits start
+// with "interlink" ("[interlink notice]", "<interlink", "</interlink>"),
+// and receipt lines ("[unread] Receipt: {...}"), which hold "receipt"
+// right before a colon.
+//
+// The reading is [lookalike]'s: in any case, whatever white space,
+// punctuation, symbols or invisible characters stand before or between the
+// letters (a braille blank, a lone combining accent, a Hangul filler), and
+// with letters of other scripts drawn like the word's ("[іnterlink", a
+// Cyrillic і; "Rеceipt:", a Cyrillic е). So a line is marked when a reader
+// could take its start for interlink's; a line marked that needed no mark
+// loses nothing. Body is idempotent.
 func Body(s string) string {
 	s = Inert(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		if imitatesOwnLine(l) {
+		if !strings.HasPrefix(l, PeerLineMarker) && imitatesOwnLine(l) {
 			lines[i] = PeerLineMarker + l
 		}
 	}
 	return strings.Join(lines, "\n")
 }
 
-// lookahead bounds how much of a line imitatesOwnLine normalizes.
+// lookahead bounds how much of a line imitatesOwnLine reads, in bytes.
 const lookahead = 256
 
-// imitatesOwnLine reports whether line starts like one of interlink's own
-// lines; see [Body].
+// receiptWord is the word of interlink's receipt lines.
+const receiptWord = "receipt"
+
+// imitatesOwnLine reports whether line reads like one of interlink's own
+// lines; see [Body]. A receipt line is one where the text before some
+// colon, back to the previous colon or the start, ends with "receipt".
 func imitatesOwnLine(line string) bool {
-	line = strings.TrimLeftFunc(line, func(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) })
-	if line == "" {
-		return false
-	}
 	head := line[:runeStart(line, lookahead)]
-	head = strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) {
-			return -1
-		}
-		return unicode.ToLower(r)
-	}, norm.NFKC.String(head))
-	switch {
-	case strings.HasPrefix(head, tagName):
+	if lookalike.Leads(head, tagName) {
 		return true
-	case strings.HasPrefix(head, "<"):
-		rest := strings.TrimLeftFunc(head[1:], unicode.IsSpace)
-		rest = strings.TrimLeftFunc(strings.TrimPrefix(rest, "/"), unicode.IsSpace)
-		return strings.HasPrefix(rest, tagName)
-	case strings.HasPrefix(head, "["):
-		rest := strings.TrimLeftFunc(head[1:], unicode.IsSpace)
-		if strings.HasPrefix(rest, tagName) {
-			return true
+	}
+	from := 0
+	for i, r := range head {
+		if isColon(r) {
+			if lookalike.Ends(head[from:i], receiptWord) {
+				return true
+			}
+			from = i + utf8.RuneLen(r)
 		}
-		_, after, ok := strings.Cut(rest, "]")
-		if !ok {
-			return false
-		}
-		after = strings.TrimLeftFunc(after, unicode.IsSpace)
-		if !strings.HasPrefix(after, "receipt") {
-			return false
-		}
-		after = strings.TrimLeftFunc(after[len("receipt"):], unicode.IsSpace)
-		return strings.HasPrefix(after, ":")
 	}
 	return false
+}
+
+// isColon reports whether r is drawn as a colon ([lookalike.DrawnAs]): ":"
+// itself, a compatibility form of it, or a character UTS #39 maps to it,
+// such as the Armenian full stop "։" or the ratio sign "∶".
+func isColon(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r == ':'
+	}
+	return lookalike.DrawnAs(r, ':')
 }

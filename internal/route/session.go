@@ -7,6 +7,8 @@ import (
 	"io"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/interlink-go/interlink/internal/lookalike"
 )
 
 // MaxSessionLen is the longest session id, in bytes, that [ValidateSession]
@@ -24,8 +26,9 @@ const MaxSessionLen = 128
 // "..", and must not contain "/", "\", ":", NUL, any control character (C0,
 // DEL and the C1 range, that is Unicode category Cc), any format character
 // (Unicode category Cf: bidirectional overrides and isolates, zero-width
-// characters, the byte order mark), or the line and paragraph separators
-// U+2028 and U+2029. Session ids are shown to models and operators in
+// characters, the byte order mark), any other character drawn as nothing
+// ([lookalike.Ignorable]: a Hangul filler, a variation selector), or the
+// line and paragraph separators U+2028 and U+2029. Session ids are shown to models and operators in
 // discover listings and send results; a format character could make one
 // read differently from its bytes, and a separator could start a line.
 //
@@ -53,6 +56,8 @@ func ValidateSession(id string) error {
 			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidSession, r, i)
 		case unicode.Is(unicode.Cf, r):
 			return fmt.Errorf("%w: format character %U at byte %d", ErrInvalidSession, r, i)
+		case lookalike.Ignorable(r):
+			return fmt.Errorf("%w: invisible character %U at byte %d", ErrInvalidSession, r, i)
 		case r == '\u2028' || r == '\u2029':
 			return fmt.Errorf("%w: line or paragraph separator %U at byte %d", ErrInvalidSession, r, i)
 		}

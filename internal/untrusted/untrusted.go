@@ -5,8 +5,8 @@
 // A signature on such text proves only which key claimed it, not that it is
 // harmless. Left raw, a line break could forge an extra line in a listing, a
 // bidirectional override could make a name read differently from its bytes,
-// and a zero-width character could make two names look alike. [Clean]
-// removes those characters; [Name], [Summary] and [Label] also bound the
+// and a zero-width character or a Hangul filler could make two names look
+// alike. [Clean] removes those characters; [Name], [Summary] and [Label] also bound the
 // length; [Quote] renders a value inside prose so that it cannot pass for
 // markup.
 //
@@ -18,6 +18,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/interlink-go/interlink/internal/lookalike"
 )
 
 // Length bounds applied after [Clean].
@@ -40,12 +42,15 @@ const (
 //     tab, CR and LF, DEL, and C1) or Cf (format characters: bidirectional
 //     embeddings, overrides and isolates such as U+202E, zero-width
 //     characters such as U+200B and U+200D, the byte order mark U+FEFF, and
-//     tag characters), and the line and paragraph separators U+2028 and
-//     U+2029;
+//     tag characters), every other character drawn as nothing
+//     ([lookalike.Ignorable]: variation selectors, the Hangul fillers such
+//     as U+3164, the combining grapheme joiner), and the line and paragraph
+//     separators U+2028 and U+2029;
 //  3. trims leading and trailing white space.
 //
 // Characters are removed, not replaced by a space, so "a\nb" becomes "ab".
-// Removing U+200D also splits joined emoji sequences into their parts; that
+// Removing U+200D and the variation selectors also splits joined emoji
+// sequences into their parts and may show an emoji in its text style; that
 // is the price of not letting invisible characters into names.
 //
 // Clean is idempotent: Clean(Clean(s)) == Clean(s).
@@ -62,7 +67,7 @@ func Clean(s string) string {
 
 // removed reports whether [Clean] drops r.
 func removed(r rune) bool {
-	return unicode.In(r, unicode.Cc, unicode.Cf) || r == '\u2028' || r == '\u2029'
+	return unicode.In(r, unicode.Cc, unicode.Cf) || lookalike.Ignorable(r) || r == '\u2028' || r == '\u2029'
 }
 
 // Name cleans s with [Clean] and keeps at most [NameLimit] characters. It is

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/presence"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -87,20 +89,58 @@ func (p *Presence) discover(ctx context.Context, s *session.Session, a discoverA
 	if len(groups) == 0 {
 		return "no matching nodes on the roster" + warning, nil
 	}
-	names := map[string]int{}
+	// Announced names are compared as a reader sees them: two identities
+	// whose names read alike (lookalike.Readings) share a name, and an
+	// identity whose name reads like a petname of another key imitates
+	// that peer.
+	byReading := map[string][]identity.PublicKey{}
 	for _, g := range groups {
-		names[untrusted.Name(g.Name)]++
+		for _, r := range lookalike.Readings(untrusted.Name(g.Name)) {
+			if !slices.Contains(byReading[r], g.Key) {
+				byReading[r] = append(byReading[r], g.Key)
+			}
+		}
+	}
+	petnames := map[string]policy.Entry{}
+	for _, e := range pol.Entries() {
+		for _, r := range lookalike.Readings(e.Name) {
+			if _, ok := petnames[r]; !ok {
+				petnames[r] = e
+			}
+		}
 	}
 	blocks := make([]string, len(groups))
 	for i, g := range groups {
-		blocks[i] = p.identityBlock(g, pol, s, names[untrusted.Name(g.Name)] > 1)
+		var shared bool
+		var imitated *policy.Entry
+		name := untrusted.Name(g.Name)
+		if name != "" && name != g.Key.Fingerprint() {
+			for _, r := range lookalike.Readings(name) {
+				shared = shared || len(byReading[r]) > 1
+				if e, ok := petnames[r]; ok && e.Key != g.Key && imitated == nil {
+					imitated = &e
+				}
+			}
+		}
+		blocks[i] = p.identityBlock(g, pol, s, shared, imitated)
 	}
-	return strings.Join(blocks, "\n") + warning, nil
+	return discoverLegend + "\n" + strings.Join(blocks, "\n") + warning, nil
 }
 
+// discoverLegend heads every listing: what in it is claimed and what is
+// interlink's.
+const discoverLegend = "Names, session ids, folders, git labels and summaries are each identity's own unverified claims, " +
+	"quoted unless plain; the [bracketed] marks at the start of a line are interlink's."
+
 // identityBlock describes one identity of the roster and its sessions.
-// shared reports that another identity announced the same name.
-func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *session.Session, shared bool) string {
+// shared reports that another identity announced a name that reads alike;
+// imitated, when not nil, is a peer of another key whose petname the
+// announced name reads like.
+//
+// Interlink's marks come first on each line, in brackets, and everything
+// the identity announced comes after them, quoted or plain ([claim]), so no
+// announcement can put words where the marks stand.
+func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *session.Session, shared bool, imitated *policy.Entry) string {
 	name := untrusted.Name(g.Name)
 	var tags []string
 	if g.Key == p.Own {
@@ -108,28 +148,33 @@ func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *session.S
 	} else if pet, ok := pol.Petname(g.Key); ok {
 		tags = append(tags, "already a peer as "+untrusted.Quote(pet))
 	}
+	if imitated != nil {
+		tags = append(tags, fmt.Sprintf("name reads like your peer %s (%s…) — not that peer",
+			untrusted.Quote(imitated.Name), imitated.Key.Fingerprint()))
+	}
 	if shared {
 		tags = append(tags, "name shared — verify fingerprint")
 	}
 	var b strings.Builder
+	if len(tags) > 0 {
+		fmt.Fprintf(&b, "[%s] ", strings.Join(tags, ", "))
+	}
 	if name == "" || name == g.Key.Fingerprint() {
 		// No name, or the default one: the fingerprint stands for it.
 		fmt.Fprintf(&b, "%s…", g.Key.Fingerprint())
 	} else {
 		fmt.Fprintf(&b, "%s (%s…), name unverified", untrusted.Quote(name), g.Key.Fingerprint())
 	}
-	if len(tags) > 0 {
-		fmt.Fprintf(&b, "  [%s]", strings.Join(tags, ", "))
-	}
 	fmt.Fprintf(&b, "\n    key: %s", g.Key)
 	for _, e := range g.Sessions {
-		fmt.Fprintf(&b, "\n    → %s", sessionLine(e.Session))
+		b.WriteString("\n    → ")
 		switch {
 		case g.Key == p.Own && s != nil && e.Session.SessionID == s.ID:
-			b.WriteString("  ← this session")
+			b.WriteString("[this session] ")
 		case !e.Live:
-			fmt.Fprintf(&b, "  (away · last seen %s)", ago(e.AgeMS))
+			fmt.Fprintf(&b, "[away · last seen %s] ", ago(e.AgeMS))
 		}
+		b.WriteString(sessionLine(e.Session))
 	}
 	return b.String()
 }

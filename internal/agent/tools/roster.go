@@ -6,7 +6,6 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
-	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -30,24 +29,46 @@ func ago(ms uint64) string {
 }
 
 // sessionLine describes a roster session on one line: id, working folder,
-// git repository and quoted summary, each cleaned, joined by " · ".
+// git repository and summary, each cleaned ([untrusted.Label],
+// [untrusted.Summary]) and shown by [claim], joined by " · ". Every field
+// is the session's own unverified claim, so none can carry the listing's
+// own marks: those go before the line (see [Presence]).
 func sessionLine(s identity.SessionInfo) string {
-	parts := []string{untrusted.Label(s.SessionID)}
+	parts := []string{claim(untrusted.Label(s.SessionID))}
 	if cwd := untrusted.Label(s.Cwd); cwd != "" {
-		parts = append(parts, cwd)
+		parts = append(parts, claim(cwd))
 	}
 	if g := untrusted.Label(s.GitRoot); g != "" {
-		parts = append(parts, "git:"+g)
+		parts = append(parts, "git:"+claim(g))
 	}
 	if sum := untrusted.Summary(s.Summary); sum != "" {
-		parts = append(parts, `"`+sum+`"`)
+		parts = append(parts, untrusted.Quote(sum))
 	}
-	// Labels are already free of control and format characters; Inert
-	// also breaks any spelling of interlink's block tags in them.
-	return render.Inert(strings.Join(parts, " · "))
+	return strings.Join(parts, " · ")
 }
 
-// sessionList lists sessions for an error message, one per line.
+// claim shows a value another identity announced: as it is when it is
+// plain (only ASCII letters, digits and - _ . / ~ + @, as session ids,
+// folders and repository names mostly are), else quoted with
+// [untrusted.Quote]. A plain value holds no space, bracket, quote or arrow,
+// and a quoted one ends at the only unescaped double quote, so neither can
+// pass for the marks the listing adds ("← this session", "[you]",
+// "(away · …)", another field) or for interlink's tags.
+func claim(v string) string {
+	if v != "" && strings.IndexFunc(v, func(r rune) bool { return !plain(r) }) < 0 {
+		return v
+	}
+	return untrusted.Quote(v)
+}
+
+// plain reports whether r may stand in an unquoted [claim].
+func plain(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_./~+@", r)
+}
+
+// sessionList lists sessions for an error message, one per line. Its away
+// note follows the line: every field before it is plain or quoted
+// ([claim]), so none can end in a note of its own.
 func sessionList(entries []relay.Entry) string {
 	lines := make([]string, len(entries))
 	for i, e := range entries {
