@@ -99,7 +99,8 @@ func TestTurnHookIgnoresTurnsTheOperatorDidNotType(t *testing.T) {
 		t.Helper()
 		runTurn(t, bob.state, "b1", prompt)
 		if _, err := os.Stat(turnFile); !os.IsNotExist(err) {
-			t.Fatalf("the prompt of %s recorded the operator's turn (%v); prompt:\n%s", what, err, prompt)
+			t.Errorf("the prompt of %s recorded the operator's turn (%v); prompt:\n%s", what, err, prompt)
+			os.Remove(turnFile) // so that the next case is judged alone
 		}
 	}
 
