@@ -316,6 +316,10 @@ func TestCodexFailedDeliveries(t *testing.T) {
 	if len(calls) != 1 || !strings.Contains(calls[0][4], "receive_messages") || strings.Contains(calls[0][4], "the body that waits") {
 		t.Errorf("retried call = %q", calls)
 	}
+	// The retried notice starts a turn that is not the operator's either.
+	if len(calls) == 1 && budget.Typed(calls[0][4]) {
+		t.Errorf("the retried notice %q would pass for a typed prompt", calls[0][4])
+	}
 	got := cx.ok("receive_messages", nil)
 	r := testutil.Receipts(t, got)
 	if len(r) != 1 {

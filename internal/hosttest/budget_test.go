@@ -299,16 +299,16 @@ func TestClaudeWakeBudgetStopsAnExchange(t *testing.T) {
 }
 
 // TestClaudeTurnsTheOperatorDidNotTypeKeepThePause runs a stream-json
-// Claude Code session with the plugin, whose listener renews every few
+// Claude Code session with the plugin, whose listener renews every five
 // seconds, in which a peer's wake-ups are paused. Two kinds of turn that
 // Claude Code starts by itself run the plugin's UserPromptSubmit hook, and
-// neither lifts the pause: the listener's renewal, and the end of a
-// background command the model started.
+// neither lifts the pause: the end of a background command the model
+// started, and the listener's renewal.
 func TestClaudeTurnsTheOperatorDidNotTypeKeepThePause(t *testing.T) {
 	bin := claudeCLI(t)
 	home := t.TempDir()
 	w := newWorld(t, home)
-	plugin := budgetPlugin(t, home, testWakeBudget, "3")
+	plugin := budgetPlugin(t, home, testWakeBudget, "5")
 	state := filepath.Join(home, ".local", "state", "interlink")
 	session := newUUID(t)
 	signer, err := identity.LoadKeyFile(w.key)
@@ -365,26 +365,27 @@ func TestClaudeTurnsTheOperatorDidNotTypeKeepThePause(t *testing.T) {
 	}).Messages.lastToolResult(); !ok {
 		t.Fatal("no result of the background command's start")
 	}
-	// The operator's prompt is recorded; the pause comes after it.
-	pause()
-
-	// Claude Code runs the UserPromptSubmit hook before it asks the model,
-	// so once the model has the turn's prompt, the hook has run.
-	// The second renewal after the pause is a turn that began after it.
-	waitRequests(t, model, s.p.done, len(mustSnapshot(model)), 2, "renewals after the pause", func(r *messagesRequest) bool {
-		return strings.Contains(r.last().text(), "[interlink listener renewal]")
-	})
-	stillPaused("the listener's renewal")
-
+	// The operator's prompt is recorded; the pause comes after it. The
+	// background command ends at once, long before the listener's first
+	// renewal.
 	pause()
 	since := len(mustSnapshot(model))
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Claude Code runs the UserPromptSubmit hook before it asks the model,
+	// so once the model has the turn's prompt, the hook has run.
 	waitRequests(t, model, s.p.done, since, 1, "turns of the background command's end", func(r *messagesRequest) bool {
-		return strings.Contains(r.last().text(), "<task-notification>") || strings.Contains(r.last().text(), "wait for go")
+		return strings.Contains(r.last().text(), `Background command "wait for go" completed`)
 	})
 	stillPaused("the background command's end")
+
+	// The second renewal after the pause is a turn that began after it.
+	pause()
+	waitRequests(t, model, s.p.done, len(mustSnapshot(model)), 2, "renewals after the pause", func(r *messagesRequest) bool {
+		return strings.Contains(r.last().text(), "[interlink listener renewal]")
+	})
+	stillPaused("the listener's renewal")
 }
 
 // mustSnapshot returns the requests m has recorded so far.
@@ -401,13 +402,16 @@ func waitRequests(t testing.TB, m *fakeModel, done <-chan struct{}, since, n int
 	deadline := time.After(claudeTurnTimeout)
 	for {
 		reqs, changed := m.snapshot()
-		found := 0
+		var found []string
 		for _, r := range reqs[min(since, len(reqs)):] {
 			if r.Messages != nil && match(r.Messages) {
-				found++
+				found = append(found, r.Messages.last().text())
 			}
 		}
-		if found >= n {
+		if len(found) >= n {
+			for _, text := range found {
+				t.Logf("the model's prompt in one of the %s:\n%s", what, abbreviate(text, 1500))
+			}
 			return
 		}
 		select {
@@ -415,7 +419,7 @@ func waitRequests(t testing.TB, m *fakeModel, done <-chan struct{}, since, n int
 		case <-done:
 			t.Fatalf("hosttest: the session exited before %d %s", n, what)
 		case <-deadline:
-			t.Fatalf("hosttest: %d of %d %s within %v", found, n, what, claudeTurnTimeout)
+			t.Fatalf("hosttest: %d of %d %s within %v", len(found), n, what, claudeTurnTimeout)
 		}
 	}
 }
