@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -314,6 +316,10 @@ func TestCodexFailedDeliveries(t *testing.T) {
 	if len(calls) != 1 || !strings.Contains(calls[0][4], "receive_messages") || strings.Contains(calls[0][4], "the body that waits") {
 		t.Errorf("retried call = %q", calls)
 	}
+	// The retried notice starts a turn that is not the operator's either.
+	if len(calls) == 1 && budget.Typed(calls[0][4]) {
+		t.Errorf("the retried notice %q would pass for a typed prompt", calls[0][4])
+	}
 	got := cx.ok("receive_messages", nil)
 	r := testutil.Receipts(t, got)
 	if len(r) != 1 {
@@ -454,19 +460,144 @@ func TestCodexShutdownWithAHangingQueue(t *testing.T) {
 	}
 }
 
-// The binding hook of the operator's prompt passes operator_turn, which
-// records the turn for the thread's budgets; the other hooks do not.
-func TestCodexPromptHookRecordsTheOperatorsTurn(t *testing.T) {
+// codexHookInput returns the arguments that the hook of event, as setup
+// codex writes it, passes to bind_codex_session, with each placeholder
+// filled in as Codex 0.171.0 fills it from the hook's input: a string value
+// "${name}" becomes the input field name, session_id being the thread id
+// and prompt the turn's prompt.
+func codexHookInput(t testing.TB, event, thread, prompt string) map[string]any {
+	t.Helper()
+	config := codexConfig("interlink-mcp", "", false)
+	_, section, ok := strings.Cut(config, "[[hooks."+event+".hooks]]\n")
+	if !ok {
+		t.Fatalf("setup codex writes no %s hook:\n%s", event, config)
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	_, table, ok := strings.Cut(section, "input = {")
+	table, _, _ = strings.Cut(table, "}\n")
+	if !ok {
+		t.Fatalf("the %s hook has no input table:\n%s", event, section)
+	}
+	fields := map[string]any{"session_id": thread, "prompt": prompt}
+	args := map[string]any{}
+	for _, m := range regexp.MustCompile(`(\w+) = ("(?:[^"\\]|\\.)*"|true|false)`).FindAllStringSubmatch(table, -1) {
+		var v any = m[2] == "true"
+		if strings.HasPrefix(m[2], `"`) {
+			s, err := strconv.Unquote(m[2])
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = s
+			if name, ok := strings.CutPrefix(s, "${"); ok {
+				name = strings.TrimSuffix(name, "}")
+				if v, ok = fields[name]; !ok {
+					t.Fatalf("the %s hook uses the placeholder %s, which Codex does not fill", event, s)
+				}
+			}
+		}
+		args[m[1]] = v
+	}
+	return args
+}
+
+// Codex runs the prompt hook for every turn, also for those that a text
+// handed to codex queue starts: a notice, the pause notice it caused, a
+// pairing notice, a saved notice handed over again. The hook setup codex
+// writes passes the prompt, and only a prompt the operator typed records
+// the turn and lifts the pause; the other hooks never do.
+func TestCodexPromptHookRecordsOnlyTypedPrompts(t *testing.T) {
+	url := bustest.Start(t, nil)
+	f, peer := newAgentFiles(t), newAgentFiles(t)
+	f.admit(t, "peer", peer)
+	stub := newCodexStub(t)
+	cx := codexServer(t, f, url, stub, "INTERLINK_WAKE_BUDGET=1/1h")
+	turn := budget.TurnPath(f.state, threadA)
+	noTurn := func(what string) {
+		t.Helper()
+		if _, err := os.Stat(turn); !os.IsNotExist(err) {
+			t.Errorf("%s recorded the operator's turn (%v)", what, err)
+			os.Remove(turn) // so that the next case is judged alone
+		}
+	}
+	for _, event := range []string{"SessionStart", "PreToolUse", "Stop"} {
+		cx.ok("bind_codex_session", codexHookInput(t, event, threadA, ""))
+		noTurn("the " + event + " hook")
+	}
+	waitFor(t, "the Codex session on the roster", func() bool { return onRoster(url, f.pubkey(), threadA) })
+
+	// The peer's message: its notice is the one wake-up that pauses the
+	// peer, with a pause notice; then a stranger knocks. Each text handed
+	// to codex queue starts a turn whose prompt is that text.
+	sendSigned(t, url, peer, "p1", f, f.pubkey()+"#"+threadA, "hello")
+	waitFor(t, "the notice and the pause notice", func() bool { return len(stub.calls()) >= 2 })
+	knock(t, url, newAgentFiles(t), f, f.pubkey()+"#"+threadA)
+	waitFor(t, "the pairing notice", func() bool { return len(stub.calls()) >= 3 })
+	kinds := []string{"receive_messages(", "are paused", "Pairing request"}
+	for i, call := range stub.calls() {
+		if !strings.Contains(call[4], kinds[i]) {
+			t.Errorf("queued text %d = %q, want it to contain %q", i, call[4], kinds[i])
+		}
+		cx.ok("bind_codex_session", codexHookInput(t, "UserPromptSubmit", threadA, call[4]))
+		noTurn(fmt.Sprintf("the prompt hook of the turn queued text %d started", i))
+	}
+	if got := cx.ok("list_peers", nil); !strings.Contains(got, "paused") {
+		t.Errorf("the peer is not paused, though the operator typed nothing:\n%s", got)
+	}
+
+	cx.ok("bind_codex_session", codexHookInput(t, "UserPromptSubmit", threadA, "Carry on."))
+	if _, err := os.Stat(turn); err != nil {
+		t.Fatalf("the prompt hook of a typed prompt recorded no turn: %v", err)
+	}
+	if got := cx.ok("list_peers", nil); strings.Contains(got, "paused") {
+		t.Errorf("the peer is still paused after the operator's prompt:\n%s", got)
+	}
+}
+
+// Two calls that a prompt hook could never tell apart from a typed prompt
+// by their arguments record nothing: the hook of an older setup, which
+// passes operator_turn but no prompt for every turn, and the model calling
+// bind_codex_session itself, whatever it passes.
+func TestCodexBindingRecordsNoTurnWithoutThePromptHook(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	cx := codexServer(t, f, url, newCodexStub(t))
 	turn := budget.TurnPath(f.state, threadA)
-	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA})
-	if _, err := os.Stat(turn); !os.IsNotExist(err) {
-		t.Fatalf("a binding without operator_turn recorded a turn: %v", err)
-	}
+
 	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA, "operator_turn": true})
-	if _, err := os.Stat(turn); err != nil {
-		t.Errorf("the prompt hook's binding recorded no turn: %v", err)
+	if _, err := os.Stat(turn); !os.IsNotExist(err) {
+		t.Errorf("operator_turn without a prompt recorded a turn (%v)", err)
+		os.Remove(turn)
 	}
+
+	// What Codex 0.171.0 puts in _meta of a tool call the model makes.
+	meta := map[string]any{
+		"callId": "call_1", "itemId": "fc_1", "progressToken": 8, "threadId": threadA,
+		"x-codex-turn-metadata": map[string]any{"thread_id": threadA, "turn_id": "01900000-0000-7000-8000-000000000001", "turn_trigger": "queue"},
+	}
+	for _, args := range []map[string]any{
+		{"thread_id": threadA, "prompt": "Carry on."},
+		{"thread_id": threadA, "prompt": "Carry on.", "operator_turn": true},
+	} {
+		r := cx.request("tools/call", map[string]any{"name": "bind_codex_session", "arguments": args, "_meta": meta})
+		if r.Error != nil {
+			t.Fatalf("bind_codex_session from the model: %s", r.Error.Message)
+		}
+		if _, err := os.Stat(turn); !os.IsNotExist(err) {
+			t.Errorf("the model's call with %v recorded a turn (%v)", args, err)
+			os.Remove(turn)
+		}
+	}
+	// The same arguments from the hook, without the model's _meta, do.
+	r := cx.request("tools/call", map[string]any{"name": "bind_codex_session",
+		"arguments": map[string]any{"thread_id": threadA, "prompt": "Carry on."},
+		"_meta":     map[string]any{"progressToken": 9, "threadId": threadA}})
+	if r.Error != nil {
+		t.Fatalf("bind_codex_session from the hook: %s", r.Error.Message)
+	}
+	if _, err := os.Stat(turn); err != nil {
+		t.Errorf("the prompt hook's call recorded no turn: %v", err)
+	}
+	waitFor(t, "the warning about the old hook", func() bool {
+		return strings.Contains(cx.stderr.String(), "passes operator_turn but not the prompt")
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -108,7 +109,7 @@ func TestWaitNotice(t *testing.T) {
 		t.Fatalf("wait = %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "receive_messages") || !strings.Contains(r.stderr, `notification_id="`) ||
-		strings.Contains(r.stderr, "the secret body") || !strings.HasPrefix(r.stderr, "[interlink notice]") {
+		strings.Contains(r.stderr, "the secret body") || !strings.HasPrefix(r.stderr, budget.WakeLine+"\n[interlink notice]") {
 		t.Errorf("stderr = %q", r.stderr)
 	}
 	data, _ := os.ReadFile(inboxPath)
@@ -135,7 +136,7 @@ func TestWaitModes(t *testing.T) {
 	}
 	// Renewal, cursor unchanged (absent).
 	r := runWait(t, env, "", "--session", "s1", "--renew-after-secs", "1")
-	if r.code != 2 || !strings.HasPrefix(r.stderr, "[interlink listener renewal]") || r.stdout != "" {
+	if r.code != 2 || !strings.HasPrefix(r.stderr, budget.WakeLine+"\n[interlink listener renewal]") || r.stdout != "" {
 		t.Errorf("renewal: %+v", r)
 	}
 	if _, err := os.Stat(filepath.Join(f.state, "inbox", "s1.cursor")); !os.IsNotExist(err) {

@@ -54,8 +54,9 @@ func codexConfig(bin, codexHome string, comments bool) string {
 		}
 		fmt.Fprintf(&b, "[[hooks.%s.hooks]]\ntype = \"mcp_tool\"\nserver = \"interlink\"\ntool = \"bind_codex_session\"\n", h.event)
 		if h.event == "UserPromptSubmit" {
-			// The operator's prompt also resets the wake-up and send budgets.
-			b.WriteString("input = { thread_id = \"${session_id}\", operator_turn = true }\n")
+			// The prompt of every turn goes to the server, which restarts
+			// the wake-up and send budgets for one the operator typed.
+			b.WriteString("input = { thread_id = \"${session_id}\", prompt = \"${prompt}\" }\n")
 		} else {
 			b.WriteString("input = { thread_id = \"${session_id}\" }\n")
 		}

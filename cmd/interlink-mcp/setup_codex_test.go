@@ -41,8 +41,9 @@ func TestCodexConfig(t *testing.T) {
 	for _, ev := range []string{"SessionStart", "UserPromptSubmit", "PreToolUse", "Stop"} {
 		input := `input = { thread_id = "${session_id}" }`
 		if ev == "UserPromptSubmit" {
-			// The prompt hook also records the operator's turn.
-			input = `input = { thread_id = "${session_id}", operator_turn = true }`
+			// The prompt hook also passes the prompt, which restarts the
+			// budgets when the operator typed it.
+			input = `input = { thread_id = "${session_id}", prompt = "${prompt}" }`
 		}
 		if !strings.Contains(got, "[[hooks."+ev+".hooks]]\ntype = \"mcp_tool\"\nserver = \"interlink\"\ntool = \"bind_codex_session\"\n"+input+"\n") {
 			t.Errorf("no binding hook for %s", ev)

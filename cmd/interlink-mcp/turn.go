@@ -11,10 +11,16 @@ import (
 const turnUsage = `Usage: interlink-mcp turn [--session ID] [--state-dir DIR]
 
 The UserPromptSubmit hook that records the operator's turn: when the person
-at the session writes a prompt, the session's wake-up and send budgets start
+at the session types a prompt, the session's wake-up and send budgets start
 counting again, so peers paused for waking the session too often wake it
 again and sends refused for going past the budget go out again. It reads
-the hook's JSON from stdin for the session id.
+the hook's JSON from stdin for the session id and the prompt.
+
+Claude Code runs this hook for every turn, also for the ones it starts by
+itself: the wake-ups of the Stop hook and of background tasks. A prompt
+that carries Interlink's wake-up line or Claude Code's task notification
+is not the operator's, and changes nothing; nor does hook input without a
+prompt. Run by hand from a terminal, it records the operator's turn.
 
 It prints nothing and always exits 0: a prompt hook's output would become
 part of the prompt, and its failure would hold the prompt back. A problem
@@ -37,9 +43,14 @@ func (c *cli) turn(args []string, stdin io.Reader) int {
 	if _, ok := c.parseFlags(fset, args, turnUsage, "turn: ", exitOK, ""); !ok {
 		return exitOK
 	}
-	session, err := c.hookSessionID(session, stdin)
+	in := readHookInput(stdin)
+	session, err := c.hookSessionID(session, func() hookInput { return in })
 	if err != nil {
 		c.fail(exitOK, "turn: session id "+session+": "+err.Error())
+		return exitOK
+	}
+	if !in.terminal && !in.hasPrompt {
+		c.fail(exitOK, "turn: the hook input holds no prompt; nothing recorded (run it as a UserPromptSubmit hook)")
 		return exitOK
 	}
 	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
@@ -48,7 +59,13 @@ func (c *cli) turn(args []string, stdin io.Reader) int {
 		c.fail(exitOK, "turn: state folder: "+err.Error())
 		return exitOK
 	}
-	if err := budget.RecordTurn(root, session, time.Now()); err != nil {
+	if in.terminal {
+		// A person typed the command itself.
+		err = budget.RecordTurn(root, session, time.Now())
+	} else {
+		_, err = budget.RecordPrompt(root, session, in.prompt, time.Now())
+	}
+	if err != nil {
 		c.fail(exitOK, "turn: "+err.Error())
 	}
 	return exitOK

@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/render"
-	"github.com/interlink-go/interlink/internal/route"
 )
 
 // exitWake is the status with which the listener wakes Claude Code: an
@@ -47,9 +45,6 @@ Options:
     -h, --help            show this help
 `
 
-// maxHookInput bounds what the listener reads of the hook's stdin.
-const maxHookInput = 1 << 20
-
 // wait runs the Stop-hook listener. Only its protocol output goes to
 // stderr; a failure exits 1, never 2, so that it cannot wake the model with
 // an error message.
@@ -74,7 +69,7 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 	if channelMode(c.getenv) {
 		return exitOK
 	}
-	session, err := c.hookSessionID(session, stdin)
+	session, err := c.hookSessionID(session, func() hookInput { return readHookInput(stdin) })
 	if err != nil {
 		return c.fail(exitError, fmt.Sprintf("wait: session id %q: %v", session, err))
 	}
@@ -124,8 +119,11 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 		}
 		return c.fail(exitError, "wait: "+err.Error())
 	}
+	// What the listener prints becomes the prompt of the turn it starts,
+	// so it starts with the wake line: the prompt hook must not take that
+	// turn for the operator's (see budget.Typed).
 	if renewal {
-		if _, err := fmt.Fprintln(c.stderr, inbox.RenewalText); err != nil {
+		if _, err := fmt.Fprintln(c.stderr, budget.MarkWake(inbox.RenewalText)); err != nil {
 			return exitError
 		}
 		return exitWake
@@ -134,7 +132,7 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 	for i, l := range batch.Lines {
 		out[i] = render.Line(l)
 	}
-	if _, err := io.WriteString(c.stderr, strings.Join(out, "\n")+"\n"); err != nil {
+	if _, err := io.WriteString(c.stderr, budget.MarkWake(strings.Join(out, "\n"))+"\n"); err != nil {
 		// Not shown, so not consumed: the next listener prints it again.
 		return exitError
 	}
@@ -144,44 +142,4 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 		return exitWake
 	}
 	return exitWake
-}
-
-// hookSessionID returns the session a hook command acts for: the one
-// --session (or INTERLINK_SESSION) names, else the session_id of the
-// hook's JSON input on stdin. err says why that id is not a valid session.
-func (c *cli) hookSessionID(flagValue string, stdin io.Reader) (session string, err error) {
-	explicit, _ := c.setting(flagValue, "--session", "INTERLINK_SESSION", "")
-	session = strings.TrimSpace(explicit)
-	if session == "" {
-		session = hookSession(stdin)
-	}
-	return session, route.ValidateSession(session)
-}
-
-// hookSession returns the session_id of the Stop hook's JSON input, or
-// "main" when there is none.
-func hookSession(stdin io.Reader) string {
-	if stdin == nil {
-		return "main"
-	}
-	// Run by hand from a terminal there is no hook input to wait for.
-	if f, ok := stdin.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return "main"
-		}
-	}
-	data, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
-	if err != nil {
-		return "main"
-	}
-	var payload struct {
-		SessionID any `json:"session_id"`
-	}
-	if json.Unmarshal(data, &payload) != nil {
-		return "main"
-	}
-	if s, ok := payload.SessionID.(string); ok && strings.TrimSpace(s) != "" {
-		return strings.TrimSpace(s)
-	}
-	return "main"
 }

@@ -8,8 +8,11 @@
 // window is paused: its messages are still verified, stored and listed,
 // but they no longer wake the host. A send past the send limit is refused.
 // Both counts start again after the operator's turn: whatever happened
-// before the operator last wrote a prompt does not count. Without an
-// operator, the window alone lets the counts fall.
+// before the operator last typed a prompt does not count. Without an
+// operator, the window alone lets the counts fall. A turn that interlink or
+// the host started by itself is never the operator's, whatever hook runs
+// for it ([Typed]): otherwise every wake-up a peer causes would restart
+// the counts that are to stop it.
 //
 // # Files
 //
@@ -18,8 +21,9 @@
 // <session>.lock beside it with an atomic replace, like the other state
 // files, so they survive restarts and are shared by the processes of the
 // session. The operator's last turn is the file turn/<session> (Unix
-// milliseconds), which `interlink-mcp turn`, a prompt hook of the host,
-// writes; it names no key because the hook does not know it.
+// milliseconds), which the host's prompt hook writes for a typed prompt
+// (`interlink-mcp turn` in Claude Code, bind_codex_session in Codex); it
+// names no key because the hook does not know it.
 //
 // Each list of times holds at most one window's worth of events, since
 // older ones are dropped at every change and events past a limit are not
@@ -113,22 +117,45 @@ func TurnPath(stateRoot, session string) string {
 	return filepath.Join(stateRoot, "turn", session)
 }
 
-// RecordTurn records that the operator of session wrote a prompt at t:
-// both budgets of the session start counting again from t.
+// RecordTurn records that the operator of session typed at t: both
+// budgets of the session start counting again from t. A prompt hook calls
+// [RecordPrompt] instead, which records only a typed prompt.
 func RecordTurn(stateRoot, session string, t time.Time) error {
 	if err := route.ValidateSession(session); err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
-	return statefile.WriteAtomic(TurnPath(stateRoot, session), []byte(strconv.FormatInt(t.UnixMilli(), 10)))
+	return writeTurn(TurnPath(stateRoot, session), t)
 }
 
-// Turn records that the operator wrote a prompt now, as [RecordTurn] does
-// for this budget's session.
-func (b *Budget) Turn() error {
-	if b == nil {
-		return nil
+// RecordPrompt records the turn of session whose prompt, as the host's
+// prompt hook sees it, is prompt, at t. When the operator typed it
+// ([Typed]), both budgets of the session start counting again from t and
+// RecordPrompt reports true; any other prompt changes nothing.
+func RecordPrompt(stateRoot, session, prompt string, t time.Time) (bool, error) {
+	if err := route.ValidateSession(session); err != nil {
+		return false, fmt.Errorf("budget: %w", err)
 	}
-	return statefile.WriteAtomic(b.turn, []byte(strconv.FormatInt(b.now().UnixMilli(), 10)))
+	if !Typed(prompt) {
+		return false, nil
+	}
+	return true, writeTurn(TurnPath(stateRoot, session), t)
+}
+
+// Prompt records the turn whose prompt is prompt now, as [RecordPrompt]
+// does for this budget's session.
+func (b *Budget) Prompt(prompt string) (bool, error) {
+	if b == nil || !Typed(prompt) {
+		return false, nil
+	}
+	return true, writeTurn(b.turn, b.now())
+}
+
+// writeTurn writes t to the turn file path.
+func writeTurn(path string, t time.Time) error {
+	if err := statefile.WriteAtomic(path, []byte(strconv.FormatInt(t.UnixMilli(), 10))); err != nil {
+		return fmt.Errorf("budget: %w", err)
+	}
+	return nil
 }
 
 // file is the budget file's content.

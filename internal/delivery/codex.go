@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/render"
@@ -43,10 +44,16 @@ func (e *QueueError) Unwrap() error { return e.Err }
 // arguments are passed as they are, never through a shell, and the
 // command's output is discarded. The text must be at most [MaxQueueText]
 // bytes and hold no NUL byte.
+//
+// Codex starts a turn with the text as its prompt and runs the prompt hook
+// for it, so the text goes with [budget.WakeLine] in front: that turn is
+// not the operator's. Every codex queue run passes here, a saved failure
+// handed over again included.
 func Queue(ctx context.Context, bin, thread, text string) error {
 	if err := codex.ValidThread(thread); err != nil {
 		return &QueueError{Err: err}
 	}
+	text = budget.MarkWake(text)
 	if len(text) > MaxQueueText {
 		return &QueueError{Err: fmt.Errorf("text of %d bytes exceeds the %d-byte limit; see failed_deliveries", len(text), MaxQueueText)}
 	}

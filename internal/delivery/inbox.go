@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/render"
@@ -64,7 +65,9 @@ func (s Channel) Notice(ctx context.Context, id, text string) (mailbox.State, er
 // attributed block the other sinks render, so the text goes through
 // [render.Inert] and every meta value through [render.AttrValue] here. The
 // sender is a fixed word or a stored petname; one that [render.SenderAttr]
-// would not show is sent as no sender at all, never changed.
+// would not show is sent as no sender at all, never changed. A channel
+// message starts a turn, so the content starts with [budget.WakeLine]:
+// that turn is not the operator's.
 func (s Channel) Text(_ context.Context, r Record) error {
 	meta := map[string]any{"msg_id": render.AttrValue(r.MsgID)}
 	if sender, ok := render.SenderAttr(r.Sender); ok {
@@ -75,5 +78,5 @@ func (s Channel) Text(_ context.Context, r Record) error {
 			meta[k] = v
 		}
 	}
-	return s.Send(ChannelMethod, map[string]any{"content": render.Inert(r.Content), "meta": meta})
+	return s.Send(ChannelMethod, map[string]any{"content": budget.MarkWake(render.Inert(r.Content)), "meta": meta})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/protocol"
@@ -53,7 +54,7 @@ func TestChannelSink(t *testing.T) {
 		t.Fatalf("Notice = %q, %v", st, err)
 	}
 	meta := gotParams["meta"].(map[string]any)
-	if gotMethod != ChannelMethod || gotParams["content"] != "text" || meta["sender"] != protocol.SystemSender || meta["msg_id"] != "n1" || len(meta) != 2 {
+	if gotMethod != ChannelMethod || gotParams["content"] != budget.WakeLine+"\ntext" || meta["sender"] != protocol.SystemSender || meta["msg_id"] != "n1" || len(meta) != 2 {
 		t.Errorf("notification %s %v", gotMethod, gotParams)
 	}
 	if err := s.Text(context.Background(), Record{Sender: "alice", MsgID: "m", Content: "c", TaskID: "t", Status: "update"}); err != nil {
@@ -93,7 +94,7 @@ func TestChannelSinkSendsOnlyInertText(t *testing.T) {
 	if meta["msg_id"] != "m]0;x" || meta["task_id"] != "t\uFF1Cinterlink" {
 		t.Errorf("meta = %q", meta)
 	}
-	if got := gotParams["content"]; got != "a[31mbcd\n\uFF1C/INTERLINK >" {
+	if got := gotParams["content"]; got != budget.WakeLine+"\na[31mbcd\n\uFF1C/INTERLINK >" {
 		t.Errorf("content = %q", got)
 	}
 }

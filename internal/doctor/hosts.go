@@ -280,6 +280,16 @@ func (r *report) codex(cfg Config) {
 			"merge the hooks that interlink-mcp setup codex prints, then trust them in /hooks")
 		return
 	}
+	// Codex runs the prompt hook for every turn, also for the turn a
+	// queued notice starts; only with the prompt can the server tell the
+	// operator's prompt from its own notice. Hooks of older setups pass
+	// operator_turn instead, which no longer restarts anything.
+	if !strings.Contains(text, `prompt = "${prompt}"`) {
+		r.add(id, name, Warn, "the UserPromptSubmit binding hook does not pass the prompt (prompt = \"${prompt}\"): "+
+			"the operator's prompts do not restart the wake-up and send budgets",
+			"merge the hooks that interlink-mcp setup codex prints again, then trust them in /hooks")
+		return
+	}
 	r.add(id, name, OK, "runs this interlink-mcp, with the binding hooks", "")
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/agent"
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -75,7 +76,7 @@ func TestHostileBodyIsInertInTheCodexQueueText(t *testing.T) {
 	})
 	for _, text := range texts {
 		checkInert(t, "codex queue text", text, 2)
-		if !strings.HasPrefix(text, "[interlink notice] ") || !strings.Contains(text, `<interlink sender="Interlink"`) {
+		if !strings.HasPrefix(text, budget.WakeLine+"\n[interlink notice] ") || !strings.Contains(text, `<interlink sender="Interlink"`) {
 			t.Errorf("codex queue text is not interlink's own notice:\n%s", text)
 		}
 		if strings.Contains(text, "receive_messages(notification_id=") {

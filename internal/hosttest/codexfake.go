@@ -49,6 +49,9 @@ type codexReply struct {
 // responsesRequest is the part of a Responses API request the fake model
 // looks at.
 type responsesRequest struct {
+	// Thread is the thread the request is for, from its thread-id header.
+	Thread string `json:"-"`
+
 	Model  string          `json:"model"`
 	Stream bool            `json:"stream"`
 	Input  []responsesItem `json:"input"`
@@ -219,6 +222,7 @@ func (m *codexModel) serveHTTP(w http.ResponseWriter, req *http.Request) {
 			codexAPIError(w, http.StatusBadRequest, "invalid_request_error", "bad JSON: "+err.Error())
 			return
 		}
+		r.Thread = req.Header.Get("thread-id")
 		rec.Responses = &r
 		rec.Reply = firstReply(m.rules, &r, codexReply{Text: "OK"})
 		m.writeSSE(w, r.Model, rec.Reply)

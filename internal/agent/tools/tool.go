@@ -74,6 +74,7 @@ func typed[A any](h Handler[A]) func(context.Context, *session.Session, mcp.Call
 func Register(srv *server.MCPServer, binding *session.Binding, tools []Tool) {
 	for _, t := range tools {
 		srv.AddTool(t.Def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ctx = context.WithValue(ctx, byModelKey{}, madeByModel(req.Params.Meta))
 			s := binding.Session()
 			if s == nil && t.NeedsSession {
 				return nil, ErrNotBound
@@ -88,6 +89,38 @@ func Register(srv *server.MCPServer, binding *session.Binding, tools []Tool) {
 			return mcp.NewToolResultText(text), nil
 		})
 	}
+}
+
+// modelCallMeta are the _meta fields with which the host says that the
+// model made a tool call. Codex 0.171.0 names the model's function call
+// (callId, itemId) and its turn (x-codex-turn-metadata) in every call the
+// model makes, and none of them in the calls of its mcp_tool hooks, which
+// carry only a progress token and the thread id.
+var modelCallMeta = []string{"callId", "itemId", "x-codex-turn-metadata"}
+
+// byModelKey is the context key of whether the model made the tool call.
+type byModelKey struct{}
+
+// madeByModel reports whether meta, a tool call's _meta, says that the
+// model made the call.
+func madeByModel(meta *mcp.Meta) bool {
+	if meta == nil {
+		return false
+	}
+	for _, k := range modelCallMeta {
+		if _, ok := meta.AdditionalFields[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// byModel reports whether the tool call being handled in ctx was made by
+// the model, as far as the host says so. Only a handler that grants what
+// the model must never grant itself asks.
+func byModel(ctx context.Context) bool {
+	v, _ := ctx.Value(byModelKey{}).(bool)
+	return v
 }
 
 // ErrNotBound is the answer of a tool that needs the session while a Codex
