@@ -73,6 +73,8 @@ func appendLog(tb testing.TB, f *fixture, n int, tomb func(i int) Tombstone) {
 // used, and the other peer is still heard.
 func TestFloodOfLateUpdatesKeepsAnotherSendersReplayState(t *testing.T) {
 	f := newFixture(t)
+	f.root = memoryDir(t)
+	f.mb = f.open(t)
 	read := consumed(t, f, msg{id: "from-bob"})
 	res := f.retain(t, msg{id: "result", task: "t", status: identity.StatusResult})
 	if _, err := f.mb.Acknowledge([]Receipt{receipt(res)}); err != nil {
@@ -143,6 +145,8 @@ func TestFloodOfReadMessagesKeepsAnotherSendersReplayState(t *testing.T) {
 	for _, who := range []string{"peer", "own identity"} {
 		t.Run(who, func(t *testing.T) {
 			f := newFixture(t)
+			f.root = memoryDir(t)
+			f.mb = f.open(t)
 			from := f.alice
 			if who == "own identity" {
 				from = f.me
@@ -171,6 +175,8 @@ func TestFloodOfReadMessagesKeepsAnotherSendersReplayState(t *testing.T) {
 // they do.
 func TestReplayShareComesBackWithTheWindow(t *testing.T) {
 	f := newFixture(t)
+	f.root = memoryDir(t)
+	f.mb = f.open(t)
 	floodFrom(t, f, f.alice)
 	next := f.message(t, msg{id: "next", ts: 24 * time.Hour})
 	f.clock.Set(baseTime.Add(24 * time.Hour))
