@@ -8,14 +8,24 @@
 // It only reads. Files it looks at are never created or changed, and the
 // listener check does not take the listener's lock on Linux (see
 // [inbox.Inbox.Listening]).
+//
+// It never waits on a file. Whatever it reads must be a regular file: a
+// named pipe, which would keep a reader waiting for a writer, or a device
+// is reported, not read, and files are opened without blocking (see
+// [statefile.Read]). And every check that reads local files has a deadline
+// ([Config.CheckTimeout]): a check that has not answered by then, say on
+// a stalled network mount, is reported as such and left behind, and the
+// next check runs.
 package doctor
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/budget"
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // Status is the outcome of one check.
@@ -87,6 +97,9 @@ type Config struct {
 	// HTTPClient makes the relay requests; nil means the relay package's
 	// default.
 	HTTPClient *http.Client
+	// CheckTimeout bounds each check that reads local files; zero means
+	// [DefaultCheckTimeout].
+	CheckTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -100,23 +113,76 @@ func Run(ctx context.Context, cfg Config) []Check {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.CheckTimeout <= 0 {
+		cfg.CheckTimeout = DefaultCheckTimeout
+	}
 	var r report
-	own, haveKey := r.key(cfg)
-	r.peers(cfg)
-	r.state(cfg)
+	type key struct {
+		own identity.PublicKey
+		ok  bool
+	}
+	k, _ := local(ctx, cfg, &r, "key", "key file", cfg.KeyPath, func(r *report) key {
+		own, ok := r.key(cfg)
+		return key{own, ok}
+	})
+	own, haveKey := k.own, k.ok
+	run := func(id, name, paths string, check func(r *report)) {
+		local(ctx, cfg, &r, id, name, paths, func(r *report) struct{} { check(r); return struct{}{} })
+	}
+	run("peers", "peers.json", cfg.PeersPath, func(r *report) { r.peers(cfg) })
+	run("state", "state folder", cfg.StateRoot, func(r *report) { r.state(cfg) })
 	r.relays(ctx, cfg, own, haveKey)
 	switch {
 	case cfg.Host == HostCodex:
-		r.codex(cfg)
+		run("codex", "Codex config "+cfg.CodexConfig, cfg.CodexConfig, func(r *report) { r.codex(cfg) })
 	case !cfg.Channels:
-		r.claude(cfg)
-		r.listener(cfg)
+		run("claude", "Claude Code", cfg.ClaudePluginDir+" and "+cfg.ClaudeSettings, func(r *report) { r.claude(cfg) })
+		run("listener", "Stop-hook listener", "the notice inbox under "+cfg.StateRoot, func(r *report) { r.listener(cfg) })
 	}
 	if haveKey {
-		r.mailbox(cfg, own)
-		r.budgets(cfg, own)
+		run("mailbox", "mailbox", "the mailbox under "+cfg.StateRoot, func(r *report) { r.mailbox(cfg, own) })
+		run("budgets", "wake-up budget", "the budget file under "+cfg.StateRoot, func(r *report) { r.budgets(cfg, own) })
 	}
 	return r.checks
+}
+
+// DefaultCheckTimeout bounds each check that reads local files, unless
+// [Config.CheckTimeout] says otherwise.
+const DefaultCheckTimeout = 10 * time.Second
+
+// local runs check, which reads local files, on a goroutine of its own,
+// and waits for it at most cfg.CheckTimeout, or until ctx ends. If it
+// finished, its results join r and local returns its value and true.
+// Otherwise r gets one failed check with id and name that says which
+// files (paths) did not answer, and local returns false: the check is left
+// behind, and ends when its read does, at the latest when this short-lived
+// command exits. Nothing it does later reaches r.
+func local[T any](ctx context.Context, cfg Config, r *report, id, name, paths string, check func(r *report) T) (T, bool) {
+	type result struct {
+		checks []Check
+		v      T
+	}
+	done := make(chan result, 1) // buffered: a late result is dropped
+	go func() {
+		var sub report
+		v := check(&sub)
+		done <- result{sub.checks, v}
+	}()
+	t := time.NewTimer(cfg.CheckTimeout)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		r.checks = append(r.checks, res.checks...)
+		return res.v, true
+	case <-t.C:
+		r.add(id, name, Fail, fmt.Sprintf("no answer within %s from %s: something there keeps its reader waiting "+
+			"(a named pipe, a device, a stalled network mount)", cfg.CheckTimeout, paths),
+			"put a regular file there, or fix the mount, then run doctor again")
+	case <-ctx.Done():
+		r.add(id, name, Fail, fmt.Sprintf("stopped before reading %s: %v", paths, ctx.Err()), "")
+	}
+	var zero T
+	return zero, false
 }
 
 // Failed reports whether any check failed.

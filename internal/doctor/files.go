@@ -9,6 +9,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // lowSpace is the free space below which the state folder gets a warning:
@@ -19,6 +20,10 @@ const lowSpace = 100 << 20
 // key checks the key file and returns the identity it holds.
 func (r *report) key(cfg Config) (identity.PublicKey, bool) {
 	const id, name = "key", "key file"
+	if err := statefile.Check(cfg.KeyPath); err != nil {
+		r.add(id, name, Fail, err.Error(), "put the key file there, or point --key / INTERLINK_KEY at it")
+		return identity.PublicKey{}, false
+	}
 	s, err := identity.LoadKeyFile(cfg.KeyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -2,9 +2,7 @@ package doctor
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/statefile"
 )
 
 // mailboxWarn is the fill level, as a share of [mailbox.MaxRecords], from
@@ -192,6 +191,12 @@ func (r *report) listener(cfg Config) {
 		r.add(id, name, Fail, oneLine(err.Error()), "")
 		return
 	}
+	for _, p := range []string{box.Path(), box.CursorPath()} {
+		if err := statefile.Check(p); err != nil {
+			r.add(id, name, Warn, "could not read the notice inbox: "+err.Error(), "move it aside; the server starts a new one")
+			return
+		}
+	}
 	on, err := box.Listening()
 	if err != nil {
 		r.add(id, name, Warn, "could not tell whether a listener waits: "+oneLine(err.Error()), "")
@@ -253,8 +258,8 @@ func (r *report) mailbox(cfg Config, own identity.PublicKey) {
 func (r *report) codex(cfg Config) {
 	const id = "codex"
 	name := "Codex config " + cfg.CodexConfig
-	data, err := os.ReadFile(cfg.CodexConfig)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, ok, err := statefile.Read(cfg.CodexConfig)
+	if err == nil && !ok {
 		r.add(id, name, Fail, "no Codex configuration at "+cfg.CodexConfig,
 			"merge what interlink-mcp setup codex prints into it, then trust the hooks in Codex's /hooks")
 		return
@@ -336,13 +341,11 @@ func tomlString(section, key string) string {
 }
 
 // readJSON decodes the JSON file at path into v. It reports false, and
-// no error, when the file does not exist.
+// no error, when the file does not exist. It reads as [statefile.Read]
+// does: never from anything but a regular file.
 func readJSON(path string, v any) (bool, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
+	data, ok, err := statefile.Read(path)
+	if err != nil || !ok {
 		return false, err
 	}
 	return true, json.Unmarshal(data, v)

@@ -6,9 +6,12 @@
 //	verify signature -> addressed to me -> authorized kind -> fresh -> not a replay
 //
 // then dispatches on the kind. The order is part of the security argument:
-// nothing that fails an earlier check reaches the replay set, so a stranger
-// or a stale copy cannot push genuine ids out of it, and peer lookups use
-// only the key the signature authenticated, never the claimed "from" text.
+// nothing that fails an earlier check reaches the replay set, so a stranger's
+// chat or a stale copy cannot push genuine ids out of it, and peer lookups
+// use only the key the signature authenticated, never the claimed "from"
+// text. What does reach the set is kept in shares ([ReplaySet]): one per
+// peer and one for the own identity, and one for all strangers' pairing
+// messages, so no sender's flood pushes out another's ids.
 //
 // Every rejection is one of the sentinel errors below, so callers and logs
 // can tell the reasons apart ([Reason]).
@@ -141,7 +144,8 @@ func UsableReplyTo(m *identity.Message) (route.Route, bool) {
 type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// ReplayCap is the capacity of the replay set; 0 means [ReplayCap].
+	// ReplayCap is the capacity of one share of the replay set; 0 means
+	// [ReplayCap].
 	ReplayCap int
 }
 
@@ -198,8 +202,14 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	if err := g.fresh(m.TS); err != nil {
 		return Decision{}, err
 	}
-	// 5. Replay.
-	if !g.replay.Insert(sender, m.MsgID) {
+	// 5. Replay. Peers and the own identity each have a share of the set;
+	// strangers, who may make up any number of keys, share one, so no
+	// sender's messages push out another's (see [ReplaySet]).
+	share := strangers
+	if isPeer || own {
+		share = sender
+	}
+	if !g.replay.InsertInto(share, sender, m.MsgID) {
 		return Decision{}, fmt.Errorf("%w: %s from %s", ErrReplay, m.MsgID, sender.Fingerprint())
 	}
 	// 6. Dispatch.

@@ -262,6 +262,51 @@ func TestReplayEvictionFIFO(t *testing.T) {
 	}
 }
 
+// A flood of distinct messages from one sender, admitted by the gate,
+// never pushes another sender's message out of the replay set: a peer's
+// flood, a flood from this identity's sibling sessions, and a flood of
+// knocks from strangers, each under as many keys as they like, all leave a
+// peer's earlier message a replay.
+func TestReplayFloodKeepsOtherSendersEntries(t *testing.T) {
+	const capacity = 64
+	f := newFixture(t, capacity)
+	bob := signer(t, 4)
+	f.peers[bob.Public()] = "bob"
+	floods := map[string]func(i int) identity.Message{
+		"peer": func(i int) identity.Message { return f.msg(t, f.alice, fmt.Sprint("flood-", i), nil) },
+		"own identity": func(i int) identity.Message {
+			return f.msg(t, f.me, fmt.Sprint("flood-", i), func(m *identity.Message) {
+				m.ReplyTo = f.me.Public().String() + "#sess-2"
+			})
+		},
+		"knocks from many keys": func(i int) identity.Message {
+			return f.msg(t, signer(t, byte(100+i%100)), fmt.Sprint("knock-", i), func(m *identity.Message) {
+				m.Kind, m.Text = identity.KindPairRequest, "stranger"
+			})
+		},
+		"acceptances from strangers": func(i int) identity.Message {
+			return f.msg(t, signer(t, byte(100+i%100)), fmt.Sprint("accept-", i), func(m *identity.Message) {
+				m.Kind, m.InReplyTo = identity.KindPairAccept, "req"
+			})
+		},
+	}
+	for name, next := range floods {
+		t.Run(name, func(t *testing.T) {
+			kept := f.msg(t, bob, "bob-"+name, nil)
+			if _, err := f.decide(kept); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 * capacity {
+				if _, err := f.decide(next(i)); err != nil {
+					t.Fatalf("flood message %d: %v", i, err)
+				}
+			}
+			_, err := f.decide(kept)
+			wantErr(t, err, ErrReplay)
+		})
+	}
+}
+
 func TestReplaySetBound(t *testing.T) {
 	s := NewReplaySet(0)
 	k := signer(t, 9).Public()
@@ -280,6 +325,17 @@ func TestReplaySetBound(t *testing.T) {
 	}
 	if !s.Contains(k, fmt.Sprint(ReplayCap+9)) || !s.Contains(k, "10") {
 		t.Error("recent entries missing")
+	}
+	// Another share is bounded on its own and evicts nothing of k's.
+	share, sender := signer(t, 10).Public(), signer(t, 11).Public()
+	for i := range ReplayCap + 10 {
+		s.InsertInto(share, sender, fmt.Sprint(i))
+	}
+	if s.Len() != 2*ReplayCap {
+		t.Fatalf("Len = %d, want %d", s.Len(), 2*ReplayCap)
+	}
+	if !s.Contains(k, "10") {
+		t.Error("an entry of one share was evicted by another")
 	}
 }
 

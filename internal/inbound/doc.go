@@ -19,7 +19,11 @@
 // when a local store fails (an unreadable peers.json, a full or corrupt
 // mailbox, a pairing file that cannot be written), the message is left on the
 // relay and Run tries again after [Config.RetryDelay], when the relay hands
-// the same message back. Nothing is lost; a message may be seen twice, which
+// the same message back. The exception is a message whose sender already
+// holds its whole share of the mailbox ([mailbox.ErrOverShare]): it is
+// dropped and acknowledged, since the relay serves a route's messages in
+// order and it would otherwise hold up the messages of every other sender
+// queued behind it. Nothing is lost; a message may be seen twice, which
 // the gate's replay set and the mailbox's own duplicate check absorb. Delivery
 // is at least once into those layers, not exactly once.
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -49,7 +50,8 @@ type pendingCommit struct {
 //   - the gate decides. A rejection is logged with its reason and the
 //     sender's fingerprint, never the body, and acknowledged;
 //   - the admitted message is committed: a delivery to the mailbox (then the
-//     sticky session is updated), a knock to the pairing store (then the
+//     sticky session is updated; a message over its sender's share of the
+//     mailbox is logged with reason "over_share" and acknowledged), a knock to the pairing store (then the
 //     operator is notified), an acceptance to the peer policy and the
 //     pairing store (see the package documentation). A failed store returns
 //     the error without ack; when the relay hands the same payload back,
@@ -136,11 +138,27 @@ func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 	return true, nil
 }
 
+// reasonOverShare is the reason logged for a message dropped because its
+// sender holds its whole share of the mailbox.
+const reasonOverShare = "over_share"
+
 // deliver retains an ordinary message in the mailbox under the sender's
-// petname, then remembers the session it came from.
+// petname, then remembers the session it came from. A message over its
+// sender's share of the mailbox ([mailbox.ErrOverShare]) is dropped and
+// acknowledged; any other failure leaves it on the relay.
 func (l *Loop) deliver(ctx context.Context, p *pendingCommit) (bool, error) {
 	m := &p.d.Message
 	added, err := l.cfg.Mailbox.Retain(ctx, *m, p.d.Petname)
+	if errors.Is(err, mailbox.ErrOverShare) {
+		// The sender holds its whole share of the mailbox. Left on the
+		// relay, the message would hold up every message queued behind
+		// it, other senders' included, until the relay dropped them; so
+		// it is dropped here, and only this sender loses anything.
+		l.log.Info("message dropped", "reason", reasonOverShare, "sender", p.d.Sender.Fingerprint(),
+			"msg_id", m.MsgID, "peer", p.d.Petname, "err", err)
+		l.cfg.Dropped(m, reasonOverShare)
+		return true, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("inbound: retain %s from %s: %w", m.MsgID, p.d.Sender.Fingerprint(), err)
 	}

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -297,13 +299,52 @@ func TestHandleFullMailbox(t *testing.T) {
 	}
 }
 
+// A peer that holds its whole share of the mailbox has its next message
+// dropped and acknowledged, with a reason, so that it holds up nothing
+// queued behind it on the relay; a message from this identity's sibling
+// session that follows it is stored.
+func TestHandleOverShareDropsOnlyThatSendersMessage(t *testing.T) {
+	f := newFixture(t)
+	var dropped []string
+	l := inbound.New(inbound.Config{
+		Relay: relay.New(noRelay, nil), Route: f.meRoute, Own: f.me.Public(), Gate: f.gate, Peers: f.peers,
+		Mailbox: f.mb, Pairing: f.pair, Sticky: f.sticky, Knocks: f.knocks, Logger: f.logger,
+		Dropped: func(m *identity.Message, reason string) { dropped = append(dropped, reason+":"+m.MsgID) },
+	})
+	fillMailboxWith(t, f, mailbox.MaxRecords/2)
+	before, err := os.ReadFile(f.mb.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.msg(t, f.alice, nil)
+	handle(t, l, payload(t, m), true)
+	f.wantLog(t, "reason=over_share")
+	if want := []string{"over_share:" + m.MsgID}; !slices.Equal(dropped, want) {
+		t.Errorf("dropped %v, want %v", dropped, want)
+	}
+	if after, _ := os.ReadFile(f.mb.Path()); !bytes.Equal(before, after) {
+		t.Error("the refused message changed the mailbox")
+	}
+	sib := f.msg(t, f.me, func(m *identity.Message) { m.ReplyTo = f.me.Public().String() + "#me-2" })
+	handle(t, l, payload(t, sib), true)
+	if n := len(f.records(t)); n != mailbox.MaxRecords/2+1 {
+		t.Errorf("%d records, want the sibling's message stored", n)
+	}
+}
+
 // fillMailbox writes a mailbox holding mailbox.MaxRecords unread records.
 func fillMailbox(tb testing.TB, f *fixture) {
+	tb.Helper()
+	fillMailboxWith(tb, f, mailbox.MaxRecords)
+}
+
+// fillMailboxWith writes a mailbox holding n unread records from alice.
+func fillMailboxWith(tb testing.TB, f *fixture, n int) {
 	tb.Helper()
 	m := f.msg(tb, f.alice, nil)
 	var b bytes.Buffer
 	b.WriteString(`{"records":[`)
-	for i := range mailbox.MaxRecords {
+	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -312,8 +353,8 @@ func fillMailbox(tb testing.TB, f *fixture) {
 	}
 	b.WriteString(`],"notice":null}`)
 	writeFile(tb, f.mb.Path(), b.Bytes())
-	if n := len(f.records(tb)); n != mailbox.MaxRecords {
-		tb.Fatalf("filled mailbox holds %d records", n)
+	if got := len(f.records(tb)); got != n {
+		tb.Fatalf("filled mailbox holds %d records", got)
 	}
 }
 

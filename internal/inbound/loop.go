@@ -59,8 +59,10 @@ type Config struct {
 	// before the relay is acknowledged and must not block for long.
 	Delivered func(d *gate.Decision)
 	// Dropped, if set, is called for every message the gate rejects, with
-	// the reason as logged (see [gate.Reason]), and for payloads that are
-	// not messages, with reason "undecodable" and a zero message.
+	// the reason as logged (see [gate.Reason]), for payloads that are
+	// not messages, with reason "undecodable" and a zero message, and for
+	// a message over its sender's share of the mailbox, with reason
+	// "over_share".
 	Dropped func(m *identity.Message, reason string)
 	// Logger receives events; nil discards them.
 	Logger *slog.Logger

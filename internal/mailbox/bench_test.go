@@ -3,6 +3,9 @@ package mailbox
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/identity"
 
 	"github.com/interlink-go/interlink/internal/statefile"
 )
@@ -124,4 +127,56 @@ func BenchmarkReserveQuiet4096(b *testing.B) {
 			b.Fatalf("Reserve = %v, %v; want nothing due", n, err)
 		}
 	}
+}
+
+// BenchmarkIntake is what one message costs a session that reads what it
+// receives: Retain, then Acknowledge, each a locked change of the file
+// with fsync, and the tombstone appended. It compares two mailboxes in one
+// run, one operation on each in turn so that a change of the machine's
+// load falls on both: "empty" starts with nothing; "share-full" starts
+// with a log that holds a whole share of tombstones ([MaxTombstones]) of
+// another sender, as a flood leaves it. It reports the messages per second
+// of each and full/empty, their ratio. The files live in memory-backed
+// storage where the system has it, so that what the mailbox does, not the
+// disk's fsync, is measured.
+func BenchmarkIntake(b *testing.B) {
+	type side struct {
+		f    *fixture
+		tmpl identity.Message
+		took time.Duration
+	}
+	sides := make([]*side, 2)
+	for i := range sides {
+		f := newFixture(b)
+		f.root = memoryDir(b)
+		f.mb = f.open(b)
+		if i == 1 {
+			writeLog(b, f, f.alice, "flood", MaxTombstones, baseTime)
+		}
+		if _, err := f.mb.Tombstones(); err != nil { // the log read once, as by a running server
+			b.Fatal(err)
+		}
+		sides[i] = &side{f: f, tmpl: f.message(b, msg{from: f.bob, id: "tmpl"})}
+	}
+	n := 0
+	for b.Loop() {
+		for _, s := range sides {
+			m := s.tmpl
+			m.MsgID = fmt.Sprintf("m-%08d", n)
+			start := time.Now()
+			if added, err := s.f.mb.Retain(bg, m, "bob"); err != nil || !added {
+				b.Fatalf("Retain = %v, %v", added, err)
+			}
+			if c, err := s.f.mb.Acknowledge([]Receipt{{Sender: m.From, MsgID: m.MsgID}}); err != nil || c != 1 {
+				b.Fatalf("Acknowledge = %d, %v", c, err)
+			}
+			s.took += time.Since(start)
+		}
+		n++
+	}
+	empty := float64(n) / sides[0].took.Seconds()
+	full := float64(n) / sides[1].took.Seconds()
+	b.ReportMetric(empty, "empty-msgs/s")
+	b.ReportMetric(full, "full-msgs/s")
+	b.ReportMetric(full/empty, "full/empty")
 }

@@ -25,11 +25,13 @@
 // coalescing compares, but no text. Tombstones are lines of
 // <session>.tombstones.jsonl beside the file, written under the same lock:
 // appended as messages are consumed, so a change costs the same whatever
-// the day's traffic, and rewritten without the dead ones once enough have
-// left the replay window. Each Mailbox reads the log incrementally, only
-// what was appended since its last look, and in full after a rewrite. A
-// file of the earlier shape, which kept consumed records whole, is moved
-// to the log by the first change.
+// the day's traffic, and rewritten without the dead ones (those that left
+// the replay window, and lines a later line replaced) once there are at
+// least as many dead lines as live ones, so a rewrite is paid for by the
+// appends before it. Each Mailbox reads the log incrementally, only what
+// was appended since its last look, and in full after a rewrite. A file
+// of the earlier shape, which kept consumed records whole, is moved to the
+// log by the first change.
 //
 // Every change is one locked read-modify-write: take the lock, re-read the
 // file, change it, append its tombstones, replace the file atomically (see
@@ -60,14 +62,28 @@
 //
 // # Bounds
 //
-// [Mailbox.Retain] refuses a message with [ErrFull] once the mailbox would
-// hold more than [MaxRecords] unread records or more than [MaxRecordsBytes]
-// bytes of them; the caller then leaves the message on the broker. Only
-// unread records count: a session that reads what it receives is never
-// full, however much it receives. Tombstones are kept while their message
-// timestamp is within [protocol.MaxPast], the window in which the trust gate
-// still accepts the same message, so a redelivered duplicate still finds
-// its tombstone; at most [MaxTombstones] are kept, the oldest going first.
-// Unread records are never evicted. Acknowledgements and notice changes are
-// not capped, so a full mailbox can always be drained.
+// The tombstone log is the mailbox's replay state, keyed by time: a
+// tombstone is kept while its message timestamp is within
+// [protocol.MaxPast], the window in which the trust gate still accepts the
+// same message, so a redelivered duplicate always finds it; nothing
+// evicts it earlier. A progress update superseded by a message of the same
+// task signed later (a final status: no earlier) needs no tombstone, since
+// that message outlives it and a copy of the update arrives superseded
+// again; so streams of progress cost no replay state.
+//
+// Every bound is a share per sender (the signing key; a sibling session
+// of this identity is one sender like a peer), so no sender can use up
+// what another needs. [Mailbox.Retain] refuses a message with
+// [ErrOverShare] when its sender would then hold more than half of what
+// the other senders leave free of [MaxRecords] unread records or
+// [MaxRecordsBytes] bytes of them, or more than [MaxTombstones] messages
+// inside the replay window, unread or not. The caller drops such a
+// message: left on the broker, it would hold up the messages of other
+// senders queued behind it. Only unread records count against the first
+// two: a session that reads what it receives is never full, however much
+// it receives. With these shares the mailbox as a whole never fills;
+// should it hold more than its bounds anyway (a file written otherwise),
+// Retain fails with [ErrFull] and the caller leaves the message on the
+// broker. Unread records are never evicted. Acknowledgements and notice
+// changes are not capped, so a full mailbox can always be drained.
 package mailbox

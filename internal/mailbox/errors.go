@@ -14,4 +14,12 @@ var (
 	// records or [MaxRecordsBytes] bytes of records. Nothing was changed; the
 	// caller must not acknowledge the message to the broker, which keeps it.
 	ErrFull = errors.New("mailbox: mailbox is full; messages remain on the broker until it is drained")
+
+	// ErrOverShare reports that admitting a message would take its sender
+	// beyond its share of the mailbox: of its unread records or their
+	// bytes (half of what the other senders leave free), or of the
+	// messages it may have inside the replay window ([MaxTombstones]).
+	// Nothing was changed. The caller drops the message: kept on the
+	// broker, it would hold up the messages of other senders behind it.
+	ErrOverShare = errors.New("mailbox: the sender holds its whole share of the mailbox; its message is refused")
 )

@@ -66,6 +66,10 @@ type Record struct {
 	// changes once retained, so the file is written with these bytes
 	// instead of encoding every message again.
 	raw []byte
+	// covered is set, with SupersededBy, when the successor was signed
+	// late enough that the record needs no tombstone (see
+	// [Mailbox.Retain]). It is never stored.
+	covered bool
 }
 
 // Unread reports whether r still waits to be consumed: it is neither
@@ -169,6 +173,12 @@ type document struct {
 	// updates, appended to the log before the file is written.
 	tombs *tombLog
 	added []Tombstone
+
+	// admitted is the sender whose new message the change admits, as a
+	// record (then admittedRecord is set) or as a tombstone; empty when
+	// it admits none. Its share is checked before anything is written.
+	admitted       string
+	admittedRecord bool
 }
 
 // clone returns a copy of the file part of d that can be changed without
@@ -193,27 +203,31 @@ type fileNotice struct {
 	Attempt  int         `json:"attempt"`
 }
 
-// encodeRecords returns the JSON array of records as the file stores it.
+// encodeRecords returns the JSON array of records as the file stores it,
+// and the size in bytes of each record in it (without the comma between
+// two).
 //
 // It writes the JSON by hand, with each message's stored bytes where they
 // are known: a full mailbox is rewritten by every acknowledgement.
-func encodeRecords(recs []Record) ([]byte, error) {
+func encodeRecords(recs []Record) ([]byte, []int, error) {
 	n := 2
 	for i := range recs {
 		n += len(recs[i].raw) + len(recs[i].Message.Text) + 128
 	}
 	out := make([]byte, 0, n)
+	sizes := make([]int, len(recs))
 	out = append(out, '[')
 	for i := range recs {
 		r := &recs[i]
 		if i > 0 {
 			out = append(out, ',')
 		}
+		start := len(out)
 		raw := r.raw
 		if len(raw) == 0 {
 			var err error
 			if raw, err = r.Message.MarshalJSON(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		out = append(out, `{"message":`...)
@@ -229,8 +243,9 @@ func encodeRecords(recs []Record) ([]byte, error) {
 			out = identity.AppendString(out, r.SupersededBy)
 		}
 		out = append(out, '}')
+		sizes[i] = len(out) - start
 	}
-	return append(out, ']'), nil
+	return append(out, ']'), sizes, nil
 }
 
 // encode returns the whole file for records already encoded by

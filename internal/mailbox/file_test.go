@@ -217,7 +217,7 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		recs, err := encodeRecords(d.records)
+		recs, _, err := encodeRecords(d.records)
 		if err != nil {
 			t.Fatalf("encode records: %v", err)
 		}

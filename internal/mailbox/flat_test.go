@@ -9,7 +9,7 @@ import (
 
 // memoryDir returns a new folder on /dev/shm where that is a folder, else
 // a new temporary folder; either is removed when the test ends.
-func memoryDir(t *testing.T) string {
+func memoryDir(t testing.TB) string {
 	t.Helper()
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if dir, err := os.MkdirTemp("/dev/shm", "mailbox-test"); err == nil {

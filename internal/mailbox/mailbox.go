@@ -19,15 +19,18 @@ import (
 // Bounds (see [Mailbox.Retain]).
 const (
 	// MaxRecords is the most unread records a mailbox holds after
-	// admitting a message.
+	// admitting a message. One sender may hold at most half of what the
+	// others leave free.
 	MaxRecords = 4096
 	// MaxRecordsBytes is the largest serialized array of unread records,
-	// in bytes, after admitting a message.
+	// in bytes, after admitting a message. One sender may hold at most
+	// half of what the others leave free.
 	MaxRecordsBytes = 32 << 20
-	// MaxTombstones is the most tombstones a mailbox keeps. Beyond it the
-	// oldest go first, even inside the replay window: a copy of one of
-	// those that came back would be stored again, which only a session
-	// receiving more than this many messages a day can see.
+	// MaxTombstones is the most messages of one sender that a mailbox
+	// remembers at once: its unread records and its tombstones still
+	// inside the replay window, together. A message that would go beyond
+	// it is refused, so the replay state of every sender lasts its whole
+	// window, whatever any sender sends.
 	MaxTombstones = 65536
 )
 
@@ -191,12 +194,17 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 	if admit && len(d.records) > MaxRecords {
 		return fmt.Errorf("%w (%d unread records, limit %d)", ErrFull, len(d.records), MaxRecords)
 	}
-	records, err := encodeRecords(d.records)
+	records, sizes, err := encodeRecords(d.records)
 	if err != nil {
 		return fmt.Errorf("mailbox: encode: %w", err)
 	}
 	if admit && len(records) > MaxRecordsBytes {
 		return fmt.Errorf("%w (%d bytes of unread records, limit %d)", ErrFull, len(records), MaxRecordsBytes)
+	}
+	if admit && d.admitted != "" {
+		if err := m.share(&d, len(records), sizes); err != nil {
+			return err
+		}
 	}
 	data, err := encode(records, d.notice)
 	if err != nil {
@@ -215,16 +223,68 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 	return nil
 }
 
+// share checks that the sender d.admitted stays within its share after
+// fn admitted its message; total is the size of the encoded records and
+// sizes the size of each.
+//
+// A sender may hold at most half of what the other senders leave free, in
+// records and in bytes: its holding plus everyone's stays within the
+// bound. So no sender, and no k senders together, can leave less than
+// 1/2^k of the mailbox to the others, and the mailbox as a whole never
+// fills: a message is refused for its sender's holding, never kept waiting
+// on the broker ahead of another sender's. And a sender's unread records
+// and tombstones inside the replay window together stay within
+// [MaxTombstones], so the replay state one sender causes is bounded, and
+// nobody else's is ever evicted for it.
+func (m *Mailbox) share(d *document, total int, sizes []int) error {
+	s := d.admitted
+	var held, heldBytes int
+	for i := range d.records {
+		if d.records[i].Message.From == s {
+			held++
+			heldBytes += sizes[i]
+		}
+	}
+	if d.admittedRecord {
+		// Said as it was before the message: the new one is the last.
+		newBytes := sizes[len(sizes)-1]
+		if held+len(d.records) > MaxRecords {
+			return fmt.Errorf("%w (it holds %d of %d unread records; a sender may hold half of what the others leave free of %d)",
+				ErrOverShare, held-1, len(d.records)-1, MaxRecords)
+		}
+		if heldBytes+total > MaxRecordsBytes {
+			return fmt.Errorf("%w (it holds %d of %d bytes of unread records and the message takes %d; a sender may hold half of what the others leave free of %d)",
+				ErrOverShare, heldBytes-newBytes, total-newBytes, newBytes, MaxRecordsBytes)
+		}
+	}
+	entries := held + d.tombs.liveCount(s, m.nowMS())
+	for i := range d.added {
+		if d.added[i].Sender != s {
+			continue
+		}
+		if _, known := d.tombs.get(d.added[i].Receipt()); !known {
+			entries++
+		}
+	}
+	if entries > MaxTombstones {
+		return fmt.Errorf("%w (it has %d messages within the replay window, unread or not; a sender may have %d)",
+			ErrOverShare, entries-1, MaxTombstones)
+	}
+	return nil
+}
+
 // Retain commits a verified inbound message msg from the sender known
-// locally as peer. Waiting for the file lock ends when ctx does. It reports added false, with no change to the file, when
-// a record or a tombstone with the same sender (From) and msg_id exists,
-// so a message redelivered by another relay or after a restart is stored
-// once.
+// locally as peer. Waiting for the file lock ends when ctx does. It reports
+// added false, with no change to the file, when a record or a tombstone
+// with the same sender (From) and msg_id exists, so a message redelivered
+// by another relay or after a restart is stored once, and for a progress
+// update that arrives superseded by a message signed later (see below).
 //
 // Otherwise, under the lock, it
-//  1. prunes tombstones whose message timestamp is more than
+//  1. counts as gone the tombstones whose message timestamp is more than
 //     [protocol.MaxPast] before now (they live as long as the gate would
-//     accept a replay; unread records are never pruned),
+//     accept a replay; unread records are never pruned); the log drops
+//     them at its next compaction,
 //  2. coalesces progress: when msg has a task_id and its status is update
 //     or terminal, every earlier record or tombstone with the same From,
 //     the same reply_to (both empty or equal) and the same task_id is
@@ -232,19 +292,30 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 //     earlier terminal message or by an earlier update with a newer
 //     timestamp, so late progress never hides a finished or newer state;
 //     an earlier unread update is superseded by an incoming terminal
-//     message or by an incoming update at least as new, and becomes a
-//     tombstone. needs_input, plain messages and messages without a
-//     task_id are never coalesced, and neither is a message with an empty
-//     msg_id, which superseded_by could not name,
-//  3. appends the record in state [StateStored] (or, born superseded, its
-//     tombstone) and writes the file.
+//     message or by an incoming update at least as new. needs_input,
+//     plain messages and messages without a task_id are never coalesced,
+//     and neither is a message with an empty msg_id, which superseded_by
+//     could not name,
+//  3. appends the record in state [StateStored], or, born superseded, its
+//     tombstone, and writes the file.
 //
-// If the unread records would then exceed [MaxRecords] records or
-// [MaxRecordsBytes] bytes, Retain fails with [ErrFull] and changes nothing:
-// the caller must leave the message on the broker. Tombstones do not
-// count: a session that reads what it receives is never full.
+// A superseded update leaves no tombstone when the message that
+// superseded it was signed later (a final status: no earlier): that
+// message's own record or tombstone lasts at least as long, and a copy of
+// the update arrives superseded by it again. So a stream of progress, and
+// a flood of late updates after a result, cost no replay state.
+//
+// Admission is bounded per sender (see [MaxRecords], [MaxRecordsBytes]
+// and [MaxTombstones]): a message that would take its sender beyond its
+// share is refused with [ErrOverShare] and changes nothing; the caller
+// drops it, since leaving it on the broker would hold up the messages of
+// other senders queued behind it. If the unread records as a whole would
+// exceed the bounds (a file written by an earlier version can), Retain
+// fails with [ErrFull] and changes nothing: the caller must leave the
+// message on the broker.
 func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string) (added bool, err error) {
 	err = m.update(ctx, true, func(d *document) (bool, error) {
+		added = false
 		for i := range d.records {
 			if d.records[i].Message.From == msg.From && d.records[i].Message.MsgID == msg.MsgID {
 				return false, nil
@@ -258,11 +329,19 @@ func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string)
 			rec.raw = raw
 		}
 		coalesce(d, &rec)
-		if rec.SupersededBy != "" {
-			d.added = append(d.added, tombstoneOf(&rec))
-		} else {
+		switch {
+		case rec.SupersededBy == "":
 			d.records = append(d.records, rec)
+			d.admittedRecord = true
+		case rec.covered:
+			// Nothing to keep: see above. Earlier updates it superseded
+			// are covered by the same message.
+			retire(d)
+			return len(d.added) > 0, nil
+		default:
+			d.added = append(d.added, tombstoneOf(&rec))
 		}
+		d.admitted = msg.From
 		added = true
 		return true, nil
 	})
@@ -277,19 +356,36 @@ func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string)
 
 // coalesce applies the progress rules of [Mailbox.Retain] between the
 // incoming record in and the earlier records and tombstones of d. Records
-// it supersedes become tombstones.
+// it supersedes become tombstones, or leave nothing when in covers them.
 func coalesce(d *document, in *Record) {
 	im := &in.Message
 	if im.TaskID == "" || im.MsgID == "" || !(im.Status == identity.StatusUpdate || im.Status.Terminal()) {
 		return
 	}
-	for i := range d.tombs.list {
-		t := &d.tombs.list[i]
-		if t.Sender != im.From || t.ReplyTo != im.ReplyTo || t.TaskID != im.TaskID || t.MsgID == "" {
-			continue
+	// bornBy considers an earlier message of the task as what supersedes
+	// an incoming update, preferring one that covers it: signed later, or
+	// for a final status no earlier.
+	bornBy := func(id string, st identity.Status, ts uint64) {
+		var covers bool
+		switch {
+		case st.Terminal():
+			covers = ts >= im.TS
+		case st == identity.StatusUpdate && ts > im.TS:
+			covers = true
+		default:
+			return
 		}
-		if im.Status == identity.StatusUpdate && (t.Status.Terminal() || (t.Status == identity.StatusUpdate && t.TS > im.TS)) {
-			in.SupersededBy = t.MsgID
+		if in.SupersededBy == "" || (covers && !in.covered) {
+			in.SupersededBy, in.covered = id, covers
+		}
+	}
+	if im.Status == identity.StatusUpdate {
+		t := d.tombs.task(taskKey{im.From, im.ReplyTo, im.TaskID})
+		if t.final != "" {
+			bornBy(t.final, identity.StatusResult, t.finalTS)
+		}
+		if t.update != "" {
+			bornBy(t.update, identity.StatusUpdate, t.updateTS)
 		}
 	}
 	superseded := false
@@ -299,13 +395,13 @@ func coalesce(d *document, in *Record) {
 		if pm.From != im.From || pm.ReplyTo != im.ReplyTo || pm.TaskID != im.TaskID || pm.MsgID == "" {
 			continue
 		}
-		if im.Status == identity.StatusUpdate &&
-			(pm.Status.Terminal() || (pm.Status == identity.StatusUpdate && pm.TS > im.TS)) {
-			in.SupersededBy = pm.MsgID
+		if im.Status == identity.StatusUpdate {
+			bornBy(pm.MsgID, pm.Status, pm.TS)
 		}
 		if pm.Status == identity.StatusUpdate && prior.SupersededBy == "" &&
 			(im.Status.Terminal() || pm.TS <= im.TS) {
 			prior.SupersededBy = im.MsgID
+			prior.covered = pm.TS < im.TS || (im.Status.Terminal() && pm.TS == im.TS)
 			superseded = true
 		}
 	}
@@ -315,13 +411,16 @@ func coalesce(d *document, in *Record) {
 }
 
 // retire turns every record of d that is no longer unread into a
-// tombstone, keeping the order of the rest.
+// tombstone, keeping the order of the rest. A superseded record that its
+// successor covers (see [Mailbox.Retain]) leaves nothing.
 func retire(d *document) {
 	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
 		if r.Unread() {
 			return false
 		}
-		d.added = append(d.added, tombstoneOf(&r))
+		if !r.covered || r.State == StateAcknowledged {
+			d.added = append(d.added, tombstoneOf(&r))
+		}
 		return true
 	})
 }
@@ -360,15 +459,15 @@ func (m *Mailbox) Records() ([]Record, error) {
 	return d.records, err
 }
 
-// Tombstones returns the tombstones in the order the messages stopped
-// being unread. It takes the file lock, since the tombstone log is read
-// incrementally under it.
+// Tombstones returns the tombstones still inside the replay window, in the
+// order the messages stopped being unread. It takes the file lock, since
+// the tombstone log is read incrementally under it.
 func (m *Mailbox) Tombstones() (out []Tombstone, err error) {
 	err = statefile.Locked(context.Background(), m.lockPath, func() error {
 		if err := m.tombs.refresh(); err != nil {
 			return err
 		}
-		out = slices.Clone(m.tombs.list)
+		out = m.tombs.current(m.nowMS())
 		return nil
 	})
 	return out, err

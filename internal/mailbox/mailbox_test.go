@@ -110,7 +110,7 @@ func TestRetainCoalescing(t *testing.T) {
 		{
 			name: "newer update supersedes older",
 			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second}},
-			want: map[string]string{"u1": "u2", "u2": ""},
+			want: map[string]string{"u2": ""},
 		},
 		{
 			name: "update with equal ts supersedes",
@@ -120,7 +120,7 @@ func TestRetainCoalescing(t *testing.T) {
 		{
 			name: "delayed update arrives superseded",
 			msgs: []msg{{id: "u2", task: "t", status: up, ts: time.Second}, {id: "u1", task: "t", status: up}},
-			want: map[string]string{"u2": "", "u1": "u2"},
+			want: map[string]string{"u2": ""},
 		},
 		{
 			name: "three updates keep only the newest",
@@ -128,7 +128,7 @@ func TestRetainCoalescing(t *testing.T) {
 				{id: "u1", task: "t", status: up}, {id: "u3", task: "t", status: up, ts: 2 * time.Second},
 				{id: "u2", task: "t", status: up, ts: time.Second},
 			},
-			want: map[string]string{"u1": "u3", "u3": "", "u2": "u3"},
+			want: map[string]string{"u3": ""},
 		},
 		{
 			name: "terminal supersedes updates",
@@ -143,7 +143,7 @@ func TestRetainCoalescing(t *testing.T) {
 		{
 			name: "canceled is terminal",
 			msgs: []msg{{id: "u1", task: "t", status: up}, {id: "c", task: "t", status: cn}},
-			want: map[string]string{"u1": "c", "c": ""},
+			want: map[string]string{"c": ""},
 		},
 		{
 			name: "terminals never superseded",
@@ -184,7 +184,7 @@ func TestRetainCoalescing(t *testing.T) {
 		{
 			name: "same reply_to coalesced",
 			msgs: []msg{{id: "u1", task: "t", status: up, replyTo: "k#a"}, {id: "u2", task: "t", status: up, ts: time.Second, replyTo: "k#a"}},
-			want: map[string]string{"u1": "u2", "u2": ""},
+			want: map[string]string{"u2": ""},
 		},
 		{
 			name: "different sender not coalesced",
@@ -197,14 +197,27 @@ func TestRetainCoalescing(t *testing.T) {
 				{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: time.Second},
 				{id: "r", task: "t", status: res, ts: 2 * time.Second},
 			},
-			want: map[string]string{"u1": "u2", "u2": "r", "r": ""},
+			want: map[string]string{"r": ""},
+		},
+		{
+			name: "result signed before a late update keeps that update's tombstone",
+			msgs: []msg{
+				{id: "u1", task: "t", status: up}, {id: "u2", task: "t", status: up, ts: 2 * time.Second},
+				{id: "r", task: "t", status: res, ts: time.Second},
+			},
+			want: map[string]string{"u2": "r", "r": ""},
 		},
 	}
+	// want holds every message that leaves a record or a tombstone; an
+	// update superseded by a message signed later leaves neither, since a
+	// copy of it arrives superseded again (checked below).
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			for _, m := range tt.msgs {
-				f.retain(t, m)
+				if _, err := f.mb.Retain(bg, f.message(t, m), "alice"); err != nil {
+					t.Fatalf("Retain(%s): %v", m.id, err)
+				}
 			}
 			got := map[string]string{}
 			for _, r := range f.all(t) {
@@ -215,6 +228,15 @@ func TestRetainCoalescing(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("superseded_by (-want +got):\n%s", diff)
+			}
+			before := ids(f.all(t))
+			for _, m := range tt.msgs {
+				if added, err := f.mb.Retain(bg, f.message(t, m), "alice"); err != nil || added {
+					t.Errorf("a copy of %s = %v, %v; want it recognised", m.id, added, err)
+				}
+			}
+			if after := ids(f.all(t)); !cmp.Equal(before, after) {
+				t.Errorf("copies changed the mailbox: %v, then %v", before, after)
 			}
 		})
 	}
@@ -275,7 +297,8 @@ func TestAcknowledgeCountsAndIsIdempotent(t *testing.T) {
 	a := f.retain(t, msg{id: "m1"})
 	b := f.retain(t, msg{id: "m1", from: f.bob})
 	u1 := f.retain(t, msg{id: "u1", task: "t", status: identity.StatusUpdate})
-	f.retain(t, msg{id: "u2", task: "t", status: identity.StatusUpdate, ts: time.Second})
+	// Signed at the same time as u1, u2 leaves u1 its tombstone.
+	f.retain(t, msg{id: "u2", task: "t", status: identity.StatusUpdate})
 
 	steps := []struct {
 		name     string
@@ -358,20 +381,36 @@ func TestRetainConcurrentHandlesLoseNothing(t *testing.T) {
 	}
 }
 
-// writeRecords replaces the mailbox file with n unread plain records.
+// writeRecords replaces the mailbox file with n unread plain records from
+// alice.
 func writeRecords(tb testing.TB, f *fixture, n int) {
 	tb.Helper()
-	m := f.message(tb, msg{id: "x"})
-	recs := make([]Record, n)
-	for i := range recs {
-		recs[i] = Record{Message: m, Peer: "alice", State: StateStored}
-		recs[i].Message.MsgID = fmt.Sprintf("fill-%06d", i)
+	if err := os.Remove(f.mb.Path()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		tb.Fatal(err)
 	}
-	data, err := encodeRecords(recs)
+	addRecords(tb, f, f.alice, "fill", n, "")
+}
+
+// addRecords appends n unread plain records from the signer from, with
+// msg_ids prefix-000000 on and the given text, to the mailbox file, as a
+// file written by hand would hold them: no bound is checked.
+func addRecords(tb testing.TB, f *fixture, from *identity.Signer, prefix string, n int, text string) {
+	tb.Helper()
+	d, err := f.mb.read()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	file, err := encode(data, nil)
+	m := f.message(tb, msg{from: from, id: "x", text: text})
+	for i := range n {
+		r := Record{Message: m, Peer: f.peerOf(m), State: StateStored}
+		r.Message.MsgID = fmt.Sprintf("%s-%06d", prefix, i)
+		d.records = append(d.records, r)
+	}
+	data, _, err := encodeRecords(d.records)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	file, err := encode(data, d.notice)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -383,35 +422,39 @@ func writeRecords(tb testing.TB, f *fixture, n int) {
 	}
 }
 
-func TestRetainRecordCap(t *testing.T) {
+// One sender alone fills at most half of the mailbox; its next message is
+// refused as over its share and changes nothing. Duplicates are still
+// recognised, the mailbox can be drained, and acknowledged messages, now
+// tombstones, no longer count against the unread records.
+func TestRetainRecordShare(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills a mailbox to its bound")
 	}
 	f := newFixture(t)
-	writeRecords(t, f, MaxRecords-1)
-	f.retain(t, msg{id: "last-fitting"}) // the 4096th record
+	writeRecords(t, f, MaxRecords/2-1)
+	f.retain(t, msg{id: "last-fitting"}) // the 2048th record
 	before, _ := os.ReadFile(f.mb.Path())
 
 	extra := f.message(t, msg{id: "one-too-many"})
 	added, err := f.mb.Retain(bg, extra, "alice")
-	if !errors.Is(err, ErrFull) || added {
-		t.Fatalf("Retain of record %d = %v, %v; want ErrFull", MaxRecords+1, added, err)
+	if !errors.Is(err, ErrOverShare) || added {
+		t.Fatalf("Retain of record %d = %v, %v; want ErrOverShare", MaxRecords/2+1, added, err)
 	}
-	if !strings.Contains(err.Error(), "broker") {
-		t.Errorf("error %q does not say the messages stay on the broker", err)
+	if !strings.Contains(err.Error(), "holds 2048 of 2048 unread records") {
+		t.Errorf("error %q does not say what the sender holds", err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
 	if string(before) != string(after) {
 		t.Error("refused Retain changed the file")
 	}
-	// A duplicate is still recognized on a full mailbox.
+	// A duplicate is still recognized on a full share.
 	if added, err := f.mb.Retain(bg, f.message(t, msg{id: "last-fitting"}), "alice"); err != nil || added {
-		t.Errorf("duplicate Retain on a full mailbox = %v, %v", added, err)
+		t.Errorf("duplicate Retain on a full share = %v, %v", added, err)
 	}
 
-	// Draining works on a full mailbox, and a notice can still be written.
+	// Draining works, and a notice can still be written.
 	if _, err := f.mb.Reserve(bg); err != nil {
-		t.Fatalf("Reserve on a full mailbox: %v", err)
+		t.Fatalf("Reserve on a full share: %v", err)
 	}
 	all, err := f.mb.Receive(0)
 	if err != nil {
@@ -421,11 +464,12 @@ func TestRetainRecordCap(t *testing.T) {
 	for i := range all {
 		receipts[i] = all[i].Receipt()
 	}
-	if n, err := f.mb.Acknowledge(receipts); err != nil || n != MaxRecords {
-		t.Fatalf("Acknowledge on a full mailbox = %d, %v; want %d", n, err, MaxRecords)
+	if n, err := f.mb.Acknowledge(receipts); err != nil || n != MaxRecords/2 {
+		t.Fatalf("Acknowledge on a full share = %d, %v; want %d", n, err, MaxRecords/2)
 	}
-	// Acknowledged messages are tombstones, which do not count: there is
-	// room at once, and the tombstones still catch a copy.
+	// Acknowledged messages are tombstones, which do not count against
+	// the unread records: there is room at once, and the tombstones still
+	// catch a copy.
 	if added, err := f.mb.Retain(bg, extra, "alice"); err != nil || !added {
 		t.Fatalf("Retain right after acknowledging everything = %v, %v", added, err)
 	}
@@ -433,8 +477,8 @@ func TestRetainRecordCap(t *testing.T) {
 		t.Errorf("a copy of an acknowledged message = %v, %v; want it dropped", added, err)
 	}
 	tombs, err := f.mb.Tombstones()
-	if err != nil || len(tombs) != MaxRecords {
-		t.Fatalf("%d tombstones, %v; want %d", len(tombs), err, MaxRecords)
+	if err != nil || len(tombs) != MaxRecords/2 {
+		t.Fatalf("%d tombstones, %v; want %d", len(tombs), err, MaxRecords/2)
 	}
 	// Past the replay window the tombstones go.
 	f.clock.Add(25 * time.Hour)

@@ -3,13 +3,16 @@ package mailbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -80,18 +83,30 @@ func TestTombstoneLogUnfinishedLine(t *testing.T) {
 	}
 }
 
-// Once enough tombstones are older than the replay window, the log is
+// writeLog replaces the tombstone log with n acknowledged tombstones from
+// the signer from, signed at ts, with msg_ids prefix-000000 on.
+func writeLog(tb testing.TB, f *fixture, from *identity.Signer, prefix string, n int, ts time.Time) {
+	tb.Helper()
+	var buf []byte
+	for i := range n {
+		tomb := Tombstone{Sender: from.Public().String(), MsgID: fmt.Sprintf("%s-%06d", prefix, i),
+			TS: identity.Millis(ts), Acknowledged: true}
+		buf = appendTombstone(buf, &tomb)
+	}
+	// Written and synced as the mailbox writes a compacted log.
+	if err := statefile.WriteAtomic(f.logPath(), buf); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Once the tombstones older than the replay window are at least as many
+// as the live ones (and enough to be worth a rewrite), the log is
 // rewritten without them; every process reads the new file in full.
 func TestTombstoneLogCompaction(t *testing.T) {
 	f := newFixture(t)
 	other := f.open(t)
-	var receipts []Receipt
-	for i := range 20 {
-		m := f.retain(t, msg{id: "old" + string(rune('a'+i))})
-		receipts = append(receipts, receipt(m))
-	}
-	f.mb.Acknowledge(receipts)
-	if tombs, _ := other.Tombstones(); len(tombs) != 20 {
+	writeLog(t, f, f.alice, "old", compactFloor, baseTime)
+	if tombs, _ := other.Tombstones(); len(tombs) != compactFloor {
 		t.Fatalf("%d tombstones before the window passed", len(tombs))
 	}
 	before, _ := os.Stat(f.logPath())
@@ -110,6 +125,9 @@ func TestTombstoneLogCompaction(t *testing.T) {
 	if err != nil || len(tombs) != 1 || tombs[0].MsgID != "fresh" {
 		t.Errorf("after compaction the other process sees %+v, %v", tombs, err)
 	}
+	if data, _ := os.ReadFile(f.logPath()); strings.Count(string(data), "\n") != 1 {
+		t.Errorf("the compacted log holds:\n%s", data)
+	}
 }
 
 // A mailbox file of the earlier shape, which kept consumed and superseded
@@ -123,7 +141,7 @@ func TestEarlierShapeMigrates(t *testing.T) {
 		{Message: read, Peer: "alice", State: StateAcknowledged},
 		{Message: unread, Peer: "alice", State: StateStored},
 	}
-	data, err := encodeRecords(recs)
+	data, _, err := encodeRecords(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,5 +224,99 @@ func TestWritersGiveUpOnTheLockWithTheirContext(t *testing.T) {
 	}
 	if err := f.mb.Finish(ctx, "id", StateInboxQueued); !errors.Is(err, context.Canceled) {
 		t.Errorf("Finish = %v, want context.Canceled", err)
+	}
+}
+
+// countRewrites reports how often the log file was replaced (compacted)
+// while step ran n times.
+func countRewrites(tb testing.TB, f *fixture, n int, step func(i int)) (rewrites int) {
+	tb.Helper()
+	last, err := os.Stat(f.logPath())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range n {
+		step(i)
+		fi, err := os.Stat(f.logPath())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !os.SameFile(last, fi) {
+			rewrites++
+		}
+		last = fi
+	}
+	return rewrites
+}
+
+// A mailbox whose log holds a whole share of one sender's tombstones
+// appends the next consumed message as one line; the log is not rewritten.
+func TestAppendAtAFullShareDoesNotRewriteTheLog(t *testing.T) {
+	f := newFixture(t)
+	writeLog(t, f, f.alice, "flood", MaxTombstones, baseTime)
+	before, err := os.Stat(f.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		consumed(t, f, msg{id: fmt.Sprintf("bob-%d", i)})
+	}
+	after, err := os.Stat(f.logPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("the log was rewritten")
+	}
+	tomb := Tombstone{Sender: f.bob.Public().String(), MsgID: "bob-0", TS: identity.Millis(baseTime), Acknowledged: true}
+	if grew, line := after.Size()-before.Size(), int64(len(appendTombstone(nil, &tomb))); grew != 3*line {
+		t.Errorf("the log grew by %d bytes for three tombstones of %d", grew, line)
+	}
+}
+
+// While messages leave the replay window as fast as new ones are
+// consumed, the log is rewritten once per live log's worth of deaths, not
+// more often: each rewrite costs no more lines than died since the last.
+func TestCompactionCostIsAmortised(t *testing.T) {
+	const live, steps = 2 * compactFloor, 4 * compactFloor
+	f := newFixture(t)
+	f.root = memoryDir(t)
+	f.mb = f.open(t)
+	// live tombstones signed a second apart; from the end of the window
+	// on, one leaves it for each message consumed.
+	var buf []byte
+	for i := range live {
+		tomb := Tombstone{Sender: f.alice.Public().String(), MsgID: fmt.Sprintf("old-%06d", i),
+			TS: identity.Millis(baseTime.Add(time.Duration(i) * time.Second)), Acknowledged: true}
+		buf = appendTombstone(buf, &tomb)
+	}
+	if err := os.MkdirAll(filepath.Dir(f.logPath()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.logPath(), buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(baseTime.Add(24 * time.Hour))
+	tmpl := f.message(t, msg{from: f.bob, id: "tmpl"})
+	rewrites := countRewrites(t, f, steps, func(i int) {
+		f.clock.Add(time.Second)
+		m := tmpl
+		m.MsgID = fmt.Sprintf("new-%06d", i)
+		m.TS = identity.Millis(f.clock.Now())
+		if _, err := f.mb.Retain(bg, m, "bob"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.mb.Acknowledge([]Receipt{receipt(m)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if limit := steps / live; rewrites > limit {
+		t.Errorf("%d rewrites in %d steps with %d live tombstones; want at most %d", rewrites, steps, live, limit)
+	}
+	if rewrites == 0 {
+		t.Error("the log was never compacted")
+	}
+	if tombs, err := f.mb.Tombstones(); err != nil || len(tombs) != steps {
+		t.Errorf("%d tombstones, %v; want the %d new ones", len(tombs), err, steps)
 	}
 }

@@ -1,8 +1,10 @@
 package statefile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,7 +17,23 @@ var (
 	// taken, for example because the lock path is a directory or its folder
 	// cannot be created. The data file is left untouched.
 	ErrLock = errors.New("statefile: lock failed")
+
+	// ErrNotRegular reports a path that names something other than a
+	// regular file: a FIFO, which would make a reader wait for a writer,
+	// a device, which may never end, a folder or a socket. Nothing is
+	// read from it.
+	ErrNotRegular = errors.New("statefile: not a regular file")
+
+	// ErrTooLarge reports a file larger than [MaxFileSize]. Nothing is
+	// read from it.
+	ErrTooLarge = errors.New("statefile: file too large")
 )
+
+// MaxFileSize is the largest file [Read] reads. It is far above what any
+// state file holds when written by this program (a mailbox keeps at most
+// 32 MiB of messages), and keeps a stray huge file from being read into
+// memory whole.
+const MaxFileSize = 1 << 30
 
 // newFileMode is the mode of a file that [WriteAtomic] creates.
 const newFileMode fs.FileMode = 0o600
@@ -30,15 +48,85 @@ var beforeRename func(tmp string)
 // Read returns the contents of the file at path without taking a lock. It
 // relies on writers replacing the file by rename, so the bytes are always
 // one complete version. A missing file gives (nil, false, nil).
+//
+// Read never waits on what it opens: the file is opened without blocking
+// and read only when it is a regular file ([ErrNotRegular] otherwise) of at
+// most [MaxFileSize] bytes ([ErrTooLarge] otherwise). So a FIFO or a device
+// put where a state file belongs gets a clear error, not a process that
+// hangs or fills its memory.
 func Read(path string) ([]byte, bool, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	data, err := read(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, false, nil
-	}
-	if err != nil {
+	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrTooLarge):
+		return nil, false, err
+	case err != nil:
 		return nil, false, fmt.Errorf("statefile: read %s: %w", path, err)
 	}
 	return data, true, nil
+}
+
+func read(path string) ([]byte, error) {
+	f, err := openRead(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fileType(fi.Mode()))
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s has %d bytes, limit %d", ErrTooLarge, path, fi.Size(), MaxFileSize)
+	}
+	// The file may grow between the stat and the read; read one byte past
+	// the limit to tell.
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+512))
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxFileSize+1)); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s has more than %d bytes", ErrTooLarge, path, MaxFileSize)
+	}
+	return buf.Bytes(), nil
+}
+
+// Check reports, without opening the file, what [Read] would refuse at
+// path: something that is not a regular file ([ErrNotRegular]; a link is
+// followed), or a file larger than [MaxFileSize] ([ErrTooLarge]). It
+// returns nil otherwise, also when nothing is there or it cannot be looked
+// at, which the reader that opens it then reports. Use it before handing
+// path to a reader that opens files itself.
+func Check(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%w: %s is %s", ErrNotRegular, path, fileType(fi.Mode()))
+	case fi.Size() > MaxFileSize:
+		return fmt.Errorf("%w: %s has %d bytes, limit %d", ErrTooLarge, path, fi.Size(), MaxFileSize)
+	}
+	return nil
+}
+
+// fileType names the kind of file m describes, for an error.
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a folder"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // WriteAtomic replaces the file at path with data so that readers see either

@@ -38,6 +38,9 @@ type Session struct {
 	Route route.Route
 	// Mailbox holds what this session received.
 	Mailbox *mailbox.Mailbox
+	// Shown remembers which received messages this process has shown its
+	// model; only those can be acknowledged by receipt.
+	Shown *mailbox.Shown
 	// Outbox holds what this session sends until a relay takes it.
 	Outbox *outbox.Outbox
 	// Pairing holds the pairing requests and the control-message queue.
@@ -127,6 +130,7 @@ func Open(id string, cfg Config) (*Session, error) {
 		ID:       id,
 		Route:    route.New(own.String(), id),
 		Mailbox:  mb,
+		Shown:    mailbox.NewShown(),
 		Outbox:   ob,
 		Pairing:  ps,
 		Progress: pm,

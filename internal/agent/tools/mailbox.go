@@ -80,6 +80,7 @@ func (mb Mailbox) Tools() []Tool {
 		), mb.readMessage),
 		Bound(mcp.NewTool("acknowledge_messages",
 			mcp.WithDescription("Consume messages you have read, by their exact receipts ({sender, msg_id} as returned). "+
+				"Only messages this session's tools showed you are consumed. "+
 				"Safe to repeat; messages that arrived later stay unread. Acknowledging means received, not acted on."),
 			mcp.WithArray("messages", mcp.Required(), mcp.Description("1 to 100 receipts."), mcp.MinItems(1), mcp.MaxItems(maxReceipts),
 				mcp.Items(map[string]any{
@@ -123,7 +124,9 @@ func (Mailbox) receiveMessages(_ context.Context, s *session.Session, a receiveA
 	for i := range recs {
 		lines[i] = render.Record(&recs[i])
 	}
-	if n := fitAnswer(lines); n < len(lines) {
+	n := fitAnswer(lines)
+	showing(s, recs[:n])
+	if n < len(lines) {
 		lines = append(lines[:n], fmt.Sprintf("[interlink] %d more unread messages of this batch are not shown, to keep this answer under %d KiB. "+
 			"Acknowledge the messages above, then call receive_messages again for the rest.", len(lines)-n, MaxAnswer>>10))
 	}
@@ -144,6 +147,7 @@ func (Mailbox) readMessage(_ context.Context, s *session.Session, a readArgs) (s
 	want := mailbox.Receipt{Sender: a.Sender, MsgID: a.MsgID}
 	for i := range recs {
 		if recs[i].Receipt() == want {
+			showing(s, recs[i:i+1])
 			return render.RecordFrom(&recs[i], int(a.Offset)), nil
 		}
 	}
@@ -154,14 +158,31 @@ type acknowledgeArgs struct {
 	Messages []mailbox.Receipt `json:"messages"`
 }
 
+// showing records that the tool result being built shows recs to the
+// model, so that their receipts may be acknowledged.
+func showing(s *session.Session, recs []mailbox.Record) {
+	for i := range recs {
+		s.Shown.Add(recs[i].Receipt())
+	}
+}
+
+// acknowledgeMessages consumes only messages this process has shown the
+// model (see [mailbox.Shown]): a receipt line is text, and text a peer
+// wrote can look like one. A receipt of anything else consumes nothing.
 func (Mailbox) acknowledgeMessages(_ context.Context, s *session.Session, a acknowledgeArgs) (string, error) {
-	n, err := s.Mailbox.Acknowledge(a.Messages)
+	shown, unshown := s.Shown.Split(a.Messages)
+	n, err := s.Mailbox.Acknowledge(shown)
 	if err != nil {
 		return "", localState(err)
 	}
 	// The sentence is the original's: scripts match "Acknowledged N ".
-	return fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
-		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n), nil
+	out := fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
+		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n)
+	if len(unshown) > 0 {
+		out += fmt.Sprintf(" %d of the receipts name no message this session has shown you, so they consumed nothing; "+
+			"such messages stay unread until receive_messages shows them.", len(unshown))
+	}
+	return out, nil
 }
 
 type statusArgs struct {
@@ -178,6 +199,7 @@ func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs
 	var parts []string
 	for i := range recs {
 		if recs[i].Message.MsgID == a.MsgID {
+			showing(s, recs[i:i+1])
 			parts = append(parts, render.Record(&recs[i]))
 			break
 		}
@@ -317,6 +339,11 @@ func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a hist
 	left := len(items) - n
 	items, shown = items[left:], shown[:n]
 	slices.Reverse(shown)
+	for _, it := range items {
+		if it.in != nil {
+			s.Shown.Add(it.in.Receipt())
+		}
+	}
 	if a.Consume {
 		if err := consume(s.Mailbox, items); err != nil {
 			return "", err
