@@ -160,8 +160,12 @@ func fill(b *testing.B, s Store, route string, n int) {
 	// The writer is idle: nothing else writes during the fill.
 	err := bs.db.Update(func(tx *bolt.Tx) error {
 		for range n {
-			if _, _, err := bs.enqueueTx(tx, route, benchValue); err != nil {
+			_, _, refused, err := bs.enqueueTx(tx, route, benchValue)
+			if err != nil {
 				return err
+			}
+			if refused != nil {
+				return refused
 			}
 		}
 		return nil
@@ -336,7 +340,7 @@ func BenchmarkNATSThreeRequestFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
-	stream, err := js.CreateStream(ctx, streamConfig("FLOOR", DefaultCap, 1, 0))
+	stream, err := js.CreateStream(ctx, streamConfig("FLOOR", DefaultCap, 1, -1, 0))
 	if err != nil {
 		b.Fatal(err)
 	}
