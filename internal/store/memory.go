@@ -46,9 +46,9 @@ type memEntry struct {
 }
 
 // size returns what the entry counts for against the byte bounds: its
-// [EntrySize], since its key is the route's prefix and 20 digits.
+// [EntrySize], from the route at the start of its key.
 func (e *memEntry) size() int64 {
-	return int64(len(e.key)+len(e.value)) + EntryOverhead
+	return EntrySize(e.key[:len(e.key)-1-seqDigits], len(e.value))
 }
 
 // memQueue is one route's entries, oldest first, in entries[head:]. Slots
