@@ -32,6 +32,9 @@ Target:
                        must not exist yet and is kept (default: a file in a
                        temporary folder, removed afterwards)
     --queue-cap N      in-process bus queue cap (default 1024; 0 means 1)
+    --queue-bytes SIZE in-process bus (memory or bolt): bytes per route
+                       (default 8MiB)
+    --total-bytes SIZE ... and in all queues (default 128MiB)
     --nats URL         NATS server for --store nats; the run makes a stream
                        and roster bucket of its own and removes them
                        (default: a server in this process with JetStream in
@@ -45,12 +48,13 @@ Target:
 
 Load:
     --mode MODE        roundtrip (default), pipeline, wake, floor, fill,
-                       boltfloor or agentsend; see below
+                       full, boltfloor or agentsend; see below
     --senders N        concurrent senders (default 1)
     --receivers N      pipeline: receivers, each polling a route of its own
                        (default 1)
     --routes N         roundtrip: routes spread over the senders (default one
-                       per sender); pipeline: must equal --receivers
+                       per sender); pipeline: must equal --receivers; full:
+                       routes sent to in turn (default 1024)
     --window N         pipeline: most messages sent and not yet delivered
                        (default 4 per receiver; -1: no limit, senders run
                        ahead and build a backlog)
@@ -90,6 +94,10 @@ Modes:
                the latency from send to its return
     floor      no bus: a trivial loopback HTTP server, the cost of a request
     fill       preload --fill-routes x --fill-msgs and report memory
+    full       send --size messages over --routes routes until the bus
+               answers 507 (its queues hold all --total-bytes allows) and
+               report its memory idle and full and the bytes it holds;
+               with --url, give --bus-pid for the memory
     boltfloor  no bus: a raw bbolt file committing a put and a delete in a
                loop, the least a durable round trip can cost
     agentsend  each sender is an agent's relay client sending one message
@@ -133,13 +141,15 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
-	var mode, queueCap, logLevel string
+	var mode, queueCap, queueBytes, totalBytes, logLevel string
 	fset.StringVar(&cfg.URL, "url", "", "")
 	fset.BoolVar(&cfg.AllowRemote, "allow-remote", false, "")
 	fset.IntVar(&cfg.BusPID, "bus-pid", 0, "")
 	fset.StringVar(&cfg.Store, "store", "", "")
 	fset.StringVar(&cfg.DBPath, "db", "", "")
 	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&queueBytes, "queue-bytes", "", "")
+	fset.StringVar(&totalBytes, "total-bytes", "", "")
 	fset.StringVar(&cfg.NATSURL, "nats", "", "")
 	fset.BoolVar(&cfg.NATSSyncAlways, "nats-sync-always", false, "")
 	fset.IntVar(&cfg.Buses, "buses", 0, "")
@@ -178,6 +188,19 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 			return usageErr(fmt.Sprintf("--queue-cap %q: %v", queueCap, err))
 		}
 		cfg.QueueCap = n
+	}
+	for _, b := range []struct {
+		name, value string
+		dst         *int64
+	}{{"queue-bytes", queueBytes, &cfg.QueueBytes}, {"total-bytes", totalBytes, &cfg.TotalBytes}} {
+		if b.value == "" {
+			continue
+		}
+		n, err := parseBytes(b.value)
+		if err != nil || n == 0 {
+			return usageErr(fmt.Sprintf("--%s %q: want a size above 0, such as 128MiB", b.name, b.value))
+		}
+		*b.dst = n
 	}
 	level, err := cmdline.ParseLogLevel(logLevel)
 	if err != nil {

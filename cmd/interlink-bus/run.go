@@ -56,6 +56,15 @@ Options:
     --queue-cap N      messages kept per route; a full queue drops its oldest
                        message. Env INTERLINK_QUEUE_CAP; default 1024; 0
                        means 1
+    --queue-bytes SIZE bytes kept per route, counting each message with its
+                       key and 176 bytes of bookkeeping, such as 8MiB; a
+                       full queue drops its oldest messages. At least the
+                       largest message, a little over 2MiB. Not with
+                       --nats. Env INTERLINK_QUEUE_BYTES; default 8MiB
+    --total-bytes SIZE bytes kept in all queues together; a send beyond it
+                       is refused with 507 and sent again by the agent
+                       later. With --nats, the stream's max_bytes. Env
+                       INTERLINK_TOTAL_BYTES; default 128MiB
     --ack-delay D      with --db: how long acknowledgements may wait to share
                        the commit of a later send before they are committed
                        on their own. A send answers only once it is on disk;

@@ -48,6 +48,9 @@ type serveConfig struct {
 	queueCap int           // at least 1
 	ackDelay time.Duration // 0 or more; 0 commits acknowledgements at once
 	logLevel slog.Level
+	// The byte bounds of the queues: per route (0 with NATS, which has
+	// none) and in all; see byteBounds.
+	queueBytes, totalBytes int64
 }
 
 // serve runs the bus until ctx ends, then shuts it down and returns 0.
@@ -67,6 +70,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The metrics exist before the store, which reports its commit times
 	// to them, and before the bus, whose handler they wrap.
 	metrics := busmetrics.New()
+	metrics.Limits(busmetrics.Limits{QueueCap: cfg.queueCap, QueueBytes: cfg.queueBytes, TotalBytes: cfg.totalBytes})
 	st, roster, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
@@ -82,7 +86,11 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		return c.fail(exitError, fmt.Sprintf("listen on %s: %v", cfg.addr, err))
 	}
 	// The real address: with port 0 the system picked one.
-	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
+	listening := []any{"addr", ln.Addr().String(), "cap", cfg.queueCap}
+	if cfg.queueBytes > 0 {
+		listening = append(listening, "queue_bytes", cfg.queueBytes)
+	}
+	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes)...)
 
 	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String(), RosterLog: roster})
 	hs := &http.Server{
@@ -152,6 +160,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 // exit with.
 func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, roster bus.RosterLog, code int, ok bool) {
 	opts := &store.Options{Cap: cfg.queueCap, Logger: log, AckDelay: cfg.ackDelay, ObserveCommit: observeCommit}
+	opts.RouteBytes, opts.TotalBytes = cfg.queueBytes, cfg.totalBytes
 	if cfg.ackDelay == 0 {
 		opts.AckDelay = -1 // the store's word for "at once"
 	}
@@ -194,11 +203,14 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
 	var addr, db, queueCap, ackDelay, logLevel string
+	var queueBytes, totalBytes string
 	var nf natsFlags
 	fset.StringVar(&addr, "addr", "", "")
 	fset.StringVar(&db, "db", "", "")
 	nf.register(fset)
 	fset.StringVar(&queueCap, "queue-cap", "", "")
+	fset.StringVar(&queueBytes, "queue-bytes", "", "")
+	fset.StringVar(&totalBytes, "total-bytes", "", "")
 	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	if err := fset.Parse(args); err != nil {
@@ -229,6 +241,9 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	value, source = c.setting(queueCap, "--queue-cap", "INTERLINK_QUEUE_CAP", defaultQueueCap)
 	if cfg.queueCap, err = parseQueueCap(value); err != nil {
 		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
+	}
+	if cfg.queueBytes, cfg.totalBytes, code, ok = c.byteBounds(queueBytes, totalBytes, cfg.nats.url != ""); !ok {
+		return cfg, code, false
 	}
 
 	value, source = c.setting(ackDelay, "--ack-delay", "INTERLINK_ACK_DELAY", defaultAckDelay)

@@ -11,7 +11,7 @@
 //
 // # Endpoints
 //
-//	POST /send        {"to":route,"payload":any}      202, empty body
+//	POST /send        {"to":route,"payload":any}      202, empty body; 507 when full
 //	GET  /recv        ?me=route&timeout_ms=n           200 message or timeout
 //	POST /ack         {"me":route,"ack":key}           200, empty body; 403
 //	POST /announce    any object with a string pubkey  202, empty body
@@ -28,7 +28,9 @@
 // the wrong shape, 413 for bodies over [MaxBodyBytes], 415 for a content
 // type other than JSON, 404 and 405 for unknown paths and methods. A body
 // that is not complete [DefaultBodyTimeout] after its headers gets 408 and
-// its connection is closed.
+// its connection is closed. A send that would take the queues past the
+// store's total byte bound gets 507 with Retry-After, and a message larger
+// than a route may hold gets 413 (see [Server.refuse]).
 //
 // # Differences from the original broker
 //
@@ -40,6 +42,11 @@
 //     control character (NUL included) are refused with 400. A NUL would let
 //     route "a" see and ack the messages of route "a\x00b".
 //   - Announcements over [MaxAnnounceBytes] are refused with 413.
+//   - Queues are bounded in bytes as well as in messages: a route over its
+//     byte bound drops its oldest messages, as for the count, and a send
+//     that would take all queues past their total is refused with 507,
+//     which clients retry as they retry every failure. The original's
+//     queues had no byte bound.
 //   - The roster is bounded in bytes as well as in entries, and when it is
 //     full the entry refreshed longest ago gives way to a newcomer; the
 //     original ignored newcomers.

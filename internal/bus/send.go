@@ -1,11 +1,14 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/store"
 )
 
 // send serves POST /send: wrap the payload in an envelope stamped with the
@@ -21,6 +24,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	}
 	ms := s.millis()
 	_, dropped, err := s.st.Enqueue(req.to, envelope(req.payload, ms))
+	if be, ok := errors.AsType[*store.BoundError](err); ok {
+		return s.refuse(req.to, be)
+	}
 	if err != nil {
 		s.log.Error("enqueue failed", "to", req.to, "error", err)
 		return fmt.Errorf("%w: %w", errStorage, err)
@@ -36,6 +42,55 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	s.waiters.wake(req.to)
 	w.WriteHeader(http.StatusAccepted)
 	return nil
+}
+
+// refuse counts a send the store refused for one of its byte bounds and
+// returns the error to answer with.
+//
+// A message over a route's bound can never be stored, so it gets 413
+// like a body over [MaxBodyBytes], which clients take as final; with the
+// bounds interlink-bus accepts it cannot happen, since a route holds at
+// least the largest body. A bus whose queues hold as many bytes as its
+// total bound allows answers 507 with Retry-After: the condition passes as
+// receivers acknowledge, and clients keep the message and send it again
+// (interlink's agents retry every 5xx, the original's clients every
+// failure). Refusing, rather than dropping the oldest messages of other
+// routes as a full route does its own, means that a flood of one client
+// never costs another client a message already accepted; it can only make
+// new sends wait.
+func (s *Server) refuse(to string, be *store.BoundError) error {
+	if errors.Is(be, store.ErrTooLarge) {
+		s.counters.tooLarge.Add(1)
+		s.log.Warn("message larger than a route may hold", "to", to, "bytes", be.Size, "route_bytes", be.Bound)
+		return fmt.Errorf("%w: the message counts %d bytes, a route holds at most %d", errTooLarge, be.Size, be.Bound)
+	}
+	s.counters.full.Add(1)
+	if n := s.fullLog.note(s.now()); n > 0 {
+		s.log.Warn("queues full; refusing sends", "refused", n, "total_bytes", be.Bound)
+	}
+	return fmt.Errorf("%w: queued messages would exceed the bus's total bound of %d bytes; retry later", errFull, be.Bound)
+}
+
+// refusalLog rate-limits the warning about a full bus: at most one per
+// [dropLogEvery], carrying the number of sends refused since the last.
+type refusalLog struct {
+	mu      sync.Mutex
+	last    time.Time // guarded by mu; the last warning
+	pending int       // guarded by mu; refused since the last warning
+}
+
+// note counts one refusal at now and returns the count to warn about, or
+// 0 when no warning is due.
+func (l *refusalLog) note(now time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending++
+	if !l.last.IsZero() && !due(l.last, now) {
+		return 0
+	}
+	n := l.pending
+	l.pending, l.last = 0, now
+	return n
 }
 
 // envelope returns the stored form of a message: the payload bytes as the

@@ -97,6 +97,7 @@ type Server struct {
 	// Each of these guards its own state.
 	waiters waiters
 	drops   dropLog
+	fullLog refusalLog
 	roster  roster
 
 	// Set by startShared at creation, for stores shared with other
@@ -216,6 +217,9 @@ var (
 	// errPoll marks a failed long-poll, which answers with the status
 	// field clients look at.
 	errPoll = errors.New("storage error")
+	// errFull marks a send refused because the queues hold as many
+	// bytes as the store's total bound allows; see [Server.refuse].
+	errFull = errors.New("bus full")
 )
 
 // methodError reports a known path used with the wrong method; allow lists
@@ -256,6 +260,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusBadRequest
 	case errors.Is(err, errForeignAck):
 		status = http.StatusForbidden
+	case errors.Is(err, errFull):
+		status = http.StatusInsufficientStorage
+		w.Header().Set("Retry-After", retryFullAfter)
 	case errors.Is(err, errPoll):
 		body = errorBody{Status: "error", Error: errPoll.Error()}
 	case errors.Is(err, errUnavailable):
@@ -270,6 +277,11 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	}
 	writeJSON(w, status, out)
 }
+
+// retryFullAfter is the Retry-After of a 507 answer, in seconds: about
+// when a client might try a full bus again. The original's clients retry
+// every five seconds whatever the answer.
+const retryFullAfter = "5"
 
 // jsonType is the Content-Type header value of every JSON answer. The
 // server only reads header values, so one slice serves every response.

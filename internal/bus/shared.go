@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/interlink-go/interlink/internal/store"
 )
@@ -16,6 +17,12 @@ import (
 // that limits its values, such as a NATS server's max_payload, must take
 // at least this much.
 const MaxEnvelopeBytes = MaxBodyBytes + 64
+
+// MaxEntryBytes is what the largest message the bus stores counts for
+// against a store's byte bounds ([store.EntrySize]): its envelope on the
+// longest route. A route's byte bound below it would refuse valid sends for
+// good, so interlink-bus accepts none lower.
+var MaxEntryBytes = store.EntrySize(strings.Repeat("r", MaxRouteBytes), MaxEnvelopeBytes)
 
 // errUnavailable marks a store that cannot serve requests now; /healthz
 // then answers 503.

@@ -12,6 +12,9 @@ import (
 // on the request path and read by [Server.Stats].
 type counters struct {
 	stored, delivered, acked, dropped atomic.Uint64
+	// Sends refused by the store's byte bounds: full, for the total
+	// (507), and tooLarge, for a message no route may hold (413).
+	full, tooLarge atomic.Uint64
 }
 
 // Stats is what the bus can tell about itself at one moment, for metrics.
@@ -20,15 +23,22 @@ type Stats struct {
 	// out twice counts twice), acknowledged by /ack, and dropped because
 	// their route's queue was full, since the Server was made.
 	Stored, Delivered, Acknowledged, Dropped uint64
+	// RefusedFull counts sends refused because the queues held as many
+	// bytes as the store's total bound allows, and RefusedTooLarge those
+	// refused because the message alone is over a route's byte bound;
+	// both since the Server was made.
+	RefusedFull, RefusedTooLarge uint64
 	// Parked is the number of long-polls waiting for a message.
 	Parked int
 	// RosterEntries counts the roster's announcements, expired ones not
 	// yet pruned included.
 	RosterEntries int
 	// Routes and Queued are the routes with messages and the messages the
-	// store holds; valid only when Totals is true (the store reports
-	// them, see [store.Totaler], and did not fail).
+	// store holds, and QueuedBytes what they count for against the
+	// store's byte bounds ([store.Totals]); valid only when Totals is true
+	// (the store reports them, see [store.Totaler], and did not fail).
 	Routes, Queued int
+	QueuedBytes    int64
 	Totals         bool
 }
 
@@ -44,12 +54,13 @@ func (s *Server) Stats() Stats {
 		Parked:        s.waiters.total(),
 		RosterEntries: s.roster.len(),
 	}
+	st.RefusedFull, st.RefusedTooLarge = s.counters.full.Load(), s.counters.tooLarge.Load()
 	if t, ok := s.st.(store.Totaler); ok {
-		routes, queued, err := t.Totals()
+		tot, err := t.Totals()
 		if err != nil {
 			s.log.Warn("store totals", "error", err)
 		} else {
-			st.Routes, st.Queued, st.Totals = routes, queued, true
+			st.Routes, st.Queued, st.QueuedBytes, st.Totals = tot.Routes, tot.Entries, tot.Bytes, true
 		}
 	}
 	return st

@@ -132,6 +132,41 @@ func (m *Metrics) Screen(st *bus.ScreenStats) {
 	)
 }
 
+// Limits are the queue bounds a bus was started with, for [Metrics.Limits].
+type Limits struct {
+	// QueueCap is the most messages a route holds.
+	QueueCap int
+	// QueueBytes is the most bytes a route holds, and TotalBytes the most
+	// all routes hold together, as the store counts them. Zero leaves a
+	// bound out, for a store that does not apply it.
+	QueueBytes, TotalBytes int64
+}
+
+// Limits adds the bus's queue bounds to the metrics as constant gauges,
+// so that a dashboard can set interlink_bus_queued_bytes against them.
+// Call it at most once.
+func (m *Metrics) Limits(l Limits) {
+	if l.QueueCap > 0 {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "queue_cap_messages",
+			Help: "The most messages one route's queue holds (--queue-cap); a full queue drops its oldest.",
+		}, func() float64 { return float64(l.QueueCap) }))
+	}
+	for _, b := range []struct {
+		name, help string
+		v          int64
+	}{
+		{"queue_limit_bytes", "The most bytes one route's queue holds (--queue-bytes); a full queue drops its oldest.", l.QueueBytes},
+		{"queued_limit_bytes", "The most bytes all queues hold together (--total-bytes); a send beyond it is refused with 507.", l.TotalBytes},
+	} {
+		if b.v > 0 {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Namespace: namespace, Name: b.name, Help: b.help,
+			}, func() float64 { return float64(b.v) }))
+		}
+	}
+}
+
 // ObserveCommit records one database write that took d to commit; give it
 // to the store as [store.Options.ObserveCommit].
 func (m *Metrics) ObserveCommit(d time.Duration) { m.commits.Observe(d.Seconds()) }
@@ -197,15 +232,23 @@ var (
 	storedDesc    = desc("messages_stored_total", "Messages accepted by /send and stored.")
 	deliveredDesc = desc("messages_delivered_total", "Messages handed out by /recv; a message handed out twice counts twice.")
 	ackedDesc     = desc("messages_acknowledged_total", "Acknowledgements /ack accepted.")
-	droppedDesc   = desc("messages_dropped_total", "Messages dropped because their route's queue was full.")
+	droppedDesc   = desc("messages_dropped_total", "Messages dropped because their route's queue was full, by count or by bytes.")
 	parkedDesc    = desc("longpolls_parked", "Long-polls of /recv waiting for a message.")
 	rosterDesc    = desc("roster_entries", "Announcements on the roster, expired ones not yet pruned included.")
 	routesDesc    = desc("routes", "Routes whose queue holds at least one message.")
 	queuedDesc    = desc("messages_queued", "Messages stored in all queues together.")
 )
 
+// The byte bounds' metrics.
+var (
+	bytesDesc   = desc("queued_bytes", "Bytes all queues hold together, as the store counts them against --total-bytes.")
+	refusedDesc = prometheus.NewDesc(namespace+"_sends_refused_total",
+		"Sends refused by a byte bound: total_bytes when the queues held all the bus allows (507), route_bytes for a message larger than a route may hold (413).",
+		[]string{"reason"}, nil)
+)
+
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{storedDesc, deliveredDesc, ackedDesc, droppedDesc, parkedDesc, rosterDesc, routesDesc, queuedDesc} {
+	for _, d := range []*prometheus.Desc{storedDesc, deliveredDesc, ackedDesc, droppedDesc, refusedDesc, parkedDesc, rosterDesc, routesDesc, queuedDesc, bytesDesc} {
 		ch <- d
 	}
 }
@@ -222,11 +265,14 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(deliveredDesc, st.Delivered)
 	counter(ackedDesc, st.Acknowledged)
 	counter(droppedDesc, st.Dropped)
+	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.RefusedFull), "total_bytes")
+	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.RefusedTooLarge), "route_bytes")
 	gauge(parkedDesc, st.Parked)
 	gauge(rosterDesc, st.RosterEntries)
 	if st.Totals {
 		gauge(routesDesc, st.Routes)
 		gauge(queuedDesc, st.Queued)
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(st.QueuedBytes))
 	}
 }
 

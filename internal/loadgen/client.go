@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -163,9 +165,52 @@ func (c *client) post(ctx context.Context, path string, body []byte, want int) e
 	}
 	drain(resp.Body)
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s: status %d", path, resp.StatusCode)
+		return &statusError{path: path, code: resp.StatusCode}
 	}
 	return nil
+}
+
+// statusError is a reply with another status than the one expected.
+type statusError struct {
+	path string
+	code int
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s: status %d", e.path, e.code) }
+
+// metrics reads the bus's /metrics and returns the samples without labels
+// among names, by name. A bus that serves no metrics (the original) gives
+// none and no error.
+func (c *client) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer drain(resp.Body)
+	out := make(map[string]float64)
+	if resp.StatusCode != http.StatusOK {
+		return out, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
+	if err != nil {
+		return nil, err
+	}
+	for line := range strings.Lines(string(body)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out, nil
 }
 
 // get fetches path and requires 200.

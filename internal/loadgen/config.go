@@ -22,10 +22,11 @@ const (
 	ModeFill      Mode = "fill"
 	ModeBoltFloor Mode = "boltfloor"
 	ModeAgentSend Mode = "agentsend"
+	ModeFull      Mode = "full"
 )
 
 // Modes lists every [Mode] in the order the help text gives them.
-var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeBoltFloor, ModeAgentSend}
+var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeFull, ModeBoltFloor, ModeAgentSend}
 
 // Store kinds for an in-process bus.
 const (
@@ -79,6 +80,10 @@ type Config struct {
 	// QueueCap is the in-process bus's per-route queue cap; 0 means the
 	// store's default.
 	QueueCap int
+	// QueueBytes and TotalBytes are the in-process bus's byte bounds,
+	// per route and in all; 0 means the store's defaults. Not for Store
+	// nats.
+	QueueBytes, TotalBytes int64
 	// NATSURL is the NATS server of Store nats. Empty means a server
 	// started in this process, with JetStream in a temporary folder,
 	// which only a binary built with the natsbench tag can do. The run
@@ -193,7 +198,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Latency < 0 || c.Latency > maxLatency {
 		return bad("latency %v is outside 0..%v", c.Latency, maxLatency)
 	}
-	if c.Latency > 0 && (c.Mode == ModeBoltFloor || c.Mode == ModeFill) {
+	if c.Latency > 0 && (c.Mode == ModeBoltFloor || c.Mode == ModeFill || c.Mode == ModeFull) {
 		return bad("mode %s sends nothing over a network: leave out --latency", c.Mode)
 	}
 	if c.Rounds < 0 || c.Rounds > maxRounds {
@@ -223,6 +228,13 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Routes < c.Senders {
 			return bad("%s needs a route per sender: %d routes for %d senders", c.Mode, c.Routes, c.Senders)
 		}
+	case ModeFull:
+		if c.Routes == 0 {
+			c.Routes = defaultFullRoutes
+		}
+		if c.FillRoutes > 0 || c.WithFloor {
+			return bad("mode full fills the queues itself and has no floor: leave out --fill-routes, --fill-msgs and --with-floor")
+		}
 	case ModePipeline:
 		if c.Routes == 0 {
 			c.Routes = c.Receivers
@@ -248,6 +260,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.QueueCap < 0 {
 		return bad("negative queue cap")
 	}
+	if c.QueueBytes < 0 || c.TotalBytes < 0 {
+		return bad("negative byte bound")
+	}
 	if c.BusPID < 0 {
 		return bad("negative bus pid")
 	}
@@ -257,8 +272,8 @@ func (c Config) withDefaults() (Config, error) {
 		if !needsBus {
 			return bad("mode %s does not use a bus: leave out --url", c.Mode)
 		}
-		if c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.NATSURL != "" || c.Buses > 1 || c.NATSSyncAlways {
-			return bad("store, db, queue cap and the NATS settings configure the in-process bus: leave them out with --url")
+		if c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.QueueBytes != 0 || c.TotalBytes != 0 || c.NATSURL != "" || c.Buses > 1 || c.NATSSyncAlways {
+			return bad("store, db, queue cap and bytes and the NATS settings configure the in-process bus: leave them out with --url")
 		}
 		u, err := checkURL(c.URL, c.AllowRemote)
 		if err != nil {
@@ -282,6 +297,9 @@ func (c Config) withDefaults() (Config, error) {
 	case StoreNATS:
 		if c.DBPath != "" && c.Mode != ModeBoltFloor {
 			return bad("a db path needs the bolt store")
+		}
+		if c.QueueBytes != 0 || c.TotalBytes != 0 {
+			return bad("the byte bounds apply to the memory and bolt stores")
 		}
 	default:
 		return bad("unknown store %q (want %s, %s or %s)", c.Store, StoreMemory, StoreBolt, StoreNATS)

@@ -18,6 +18,9 @@
 //   - floor: no bus, only a trivial loopback HTTP server, hit with the same
 //     client settings: the machine's cost per request.
 //   - fill: preload routes with messages and report the bus's memory.
+//   - full: send messages over many routes until the bus refuses one
+//     with 507, its queues holding all its total byte bound allows, and
+//     report the bus's memory idle and full, and the bytes it holds.
 //   - boltfloor: no bus, only a bbolt file committing a put and a delete in
 //     a loop: the least a durable round trip can cost.
 //   - agentsend: each sender is an agent's relay client (package relay)

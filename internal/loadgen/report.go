@@ -43,7 +43,7 @@ func (rep *Report) Write(w io.Writer) error {
 			measured = append(measured, res)
 		case "floor", string(ModeBoltFloor):
 			floors[res.Name] = res
-		case string(ModeFill):
+		case string(ModeFill), string(ModeFull):
 		default:
 			measured = append(measured, res)
 		}

@@ -11,7 +11,11 @@ import (
 // readRSS returns the resident set size of process pid (0 for this
 // process) in bytes, from VmRSS in /proc/PID/status. It returns -1 where
 // there is no such file (systems other than Linux) or it cannot be read.
-func readRSS(pid int) int64 {
+func readRSS(pid int) int64 { return readStatusKB(pid, "VmRSS:") }
+
+// readStatusKB returns the field of /proc/PID/status (pid 0 for this
+// process) named by key, with its colon, in bytes, as [readRSS] does.
+func readStatusKB(pid int, key string) int64 {
 	if runtime.GOOS != "linux" {
 		return -1
 	}
@@ -27,7 +31,7 @@ func readRSS(pid int) int64 {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		// VmRSS:	   12345 kB
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), key)
 		if !ok {
 			continue
 		}

@@ -124,6 +124,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 	r.client = newClient(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
 	defer r.client.close()
 
+	if cfg.Mode == ModeFull {
+		res, ferr := r.full(ctx)
+		rep.Results = append(rep.Results, res)
+		return rep, cmp.Or(ferr, ctx.Err())
+	}
 	if cfg.FillRoutes > 0 {
 		res, ferr := r.fill(ctx)
 		rep.Results = append(rep.Results, res)
@@ -276,6 +281,19 @@ func (r *run) rss() int64 {
 		return readRSS(0)
 	case r.cfg.BusPID > 0:
 		return readRSS(r.cfg.BusPID)
+	default:
+		return 0
+	}
+}
+
+// peakRSS returns the peak resident memory of the bus's process (VmHWM),
+// as [run.rss] does.
+func (r *run) peakRSS() int64 {
+	switch {
+	case r.target != nil && r.target.local:
+		return readStatusKB(0, "VmHWM:")
+	case r.cfg.BusPID > 0:
+		return readStatusKB(r.cfg.BusPID, "VmHWM:")
 	default:
 		return 0
 	}

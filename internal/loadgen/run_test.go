@@ -59,6 +59,12 @@ func TestValidate(t *testing.T) {
 		{"rounds for wake", Config{Mode: ModeWake, Rounds: 2}, "--rounds applies"},
 		{"rounds too short", Config{Rounds: 100, Duration: time.Second}, "too short"},
 		{"agentsend routes below senders", Config{Mode: ModeAgentSend, Senders: 3, Routes: 2}, "route per sender"},
+		{"full with a floor", Config{Mode: ModeFull, WithFloor: true}, "no floor"},
+		{"full with a fill", Config{Mode: ModeFull, FillRoutes: 2, FillMsgs: 2}, "no floor"},
+		{"full through the proxy", Config{Mode: ModeFull, Latency: time.Millisecond}, "--latency"},
+		{"byte bounds with url", Config{URL: "http://127.0.0.1:1", TotalBytes: 1 << 20}, "in-process"},
+		{"byte bounds on nats", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:1", TotalBytes: 1 << 20}, "memory and bolt"},
+		{"negative byte bound", Config{QueueBytes: -1}, "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +128,7 @@ func checkResult(t *testing.T, res Result, name string, cfg Config) {
 	if !strings.HasPrefix(res.String(), name+" ") || !strings.Contains(res.String(), " p999=") {
 		t.Errorf("%s: report line %q", name, res.String())
 	}
-	if name != string(ModeFill) && name != string(ModeBoltFloor) {
+	if name != string(ModeFill) && name != string(ModeFull) && name != string(ModeBoltFloor) {
 		if _, ok := dialsPerOp(t, res); !ok {
 			t.Errorf("%s: no dials_per_op in %q", name, res.String())
 		}
@@ -266,6 +272,31 @@ func TestFillReportsItsPayload(t *testing.T) {
 	}
 	if fields["complete"] != "true" || fields["payload_bytes"] != formatBytes(2000) {
 		t.Errorf("fill fields %v, want complete=true payload_bytes=%s", fields, formatBytes(2000))
+	}
+}
+
+// Full mode sends until the bus refuses with 507 and reports what the bus
+// says it holds, within its total.
+func TestFullFillsTheBusToItsTotal(t *testing.T) {
+	for _, st := range []string{StoreMemory, StoreBolt} {
+		t.Run(st, func(t *testing.T) {
+			const total = 1 << 20
+			cfg := Config{Mode: ModeFull, Store: st, TotalBytes: total, Size: 30_000, Senders: 2, Routes: 64, KeepAlive: true, Duration: 10 * time.Second}
+			rep := runBounded(t, cfg, 1)
+			res := rep.Results[0]
+			checkResult(t, res, "full", rep.Config)
+			fields := map[string]string{}
+			for _, f := range res.Extra {
+				fields[f.Key] = f.Value
+			}
+			// Each message counts a little over 30,000 bytes: 34 fit.
+			if fields["full"] != "true" || res.Ops != 34 || fields["queued"] != "34" || fields["total_bytes"] != formatBytes(total) {
+				t.Fatalf("full sent %d messages, fields %v; want 34 and full=true", res.Ops, fields)
+			}
+			if fields["refused"] == "0" || res.Errors != 0 {
+				t.Fatalf("refused %s, errors %d (%s)", fields["refused"], res.Errors, res.FirstError)
+			}
+		})
 	}
 }
 

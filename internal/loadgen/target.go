@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +32,9 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 		return startNATSBuses(cfg, logger)
 	}
 	metrics := busmetrics.New()
-	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger, ObserveCommit: metrics.ObserveCommit}
+	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger, ObserveCommit: metrics.ObserveCommit,
+		RouteBytes: cfg.QueueBytes, TotalBytes: cfg.TotalBytes}
+	route, total := opts.Bounds()
 	var (
 		st     store.Store
 		desc   string
@@ -60,6 +63,9 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	if cfg.QueueCap > 0 {
 		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)
 	}
+	if cfg.QueueBytes > 0 || cfg.TotalBytes > 0 {
+		desc += fmt.Sprintf(", %d bytes per route, %d in all", route, total)
+	}
 	cleanup := func() error {
 		err := st.Close()
 		if tmpDir != "" {
@@ -69,6 +75,7 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	}
 
 	srv := bus.New(st, &bus.Options{Logger: logger})
+	metrics.Limits(busmetrics.Limits{QueueCap: cmp.Or(cfg.QueueCap, store.DefaultCap), QueueBytes: route, TotalBytes: total})
 	// Served as interlink-bus serves it, metrics included.
 	return serveTarget(metrics.Handler(srv), desc, logger, srv.Shutdown, cleanup)
 }

@@ -118,7 +118,8 @@ func roundTrip(b *testing.B, s Store, route string) {
 func BenchmarkEnqueueFullQueue(b *testing.B) {
 	benchStores(b, func(b *testing.B, open func(*Options) Store) {
 		b.Run("empty", func(b *testing.B) {
-			s := open(nil)
+			// Every send adds an entry: no total may refuse one.
+			s := open(&Options{TotalBytes: 1 << 50})
 			routes := make([]string, b.N)
 			for i := range routes {
 				routes[i] = fmt.Sprintf("K#s%08d", i)
@@ -160,8 +161,12 @@ func fill(b *testing.B, s Store, route string, n int) {
 	// The writer is idle: nothing else writes during the fill.
 	err := bs.db.Update(func(tx *bolt.Tx) error {
 		for range n {
-			if _, _, err := bs.enqueueTx(tx, route, benchValue); err != nil {
+			_, _, refused, err := bs.enqueueTx(tx, route, benchValue)
+			if err != nil {
 				return err
+			}
+			if refused != nil {
+				return refused
 			}
 		}
 		return nil
@@ -336,7 +341,7 @@ func BenchmarkNATSThreeRequestFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := b.Context()
-	stream, err := js.CreateStream(ctx, streamConfig("FLOOR", DefaultCap, 1, 0))
+	stream, err := js.CreateStream(ctx, streamConfig("FLOOR", DefaultCap, 1, -1, 0))
 	if err != nil {
 		b.Fatal(err)
 	}

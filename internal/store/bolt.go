@@ -53,9 +53,13 @@ const (
 //
 // An enqueue is part of one transaction that takes the next sequence number,
 // stores the entry and drops the oldest entries of the route while it holds
-// more than the cap, so a crash never leaves a queue over the cap because of
-// a half-done send. A cap lowered between runs is enforced lazily: a queue
-// keeps its excess until the next enqueue to it trims it.
+// more than the cap or the per-route bytes, so a crash never leaves a queue
+// over its bounds because of a half-done send. Whether the enqueue fits in
+// the total bytes is decided first, from the cached sizes, and a refused
+// enqueue changes nothing; the other enqueues of its transaction go ahead.
+// Bounds lowered between runs are enforced lazily: a queue keeps its
+// excess until the next enqueue to it trims it, and a store over its new
+// total refuses every enqueue until deletes make room.
 //
 // # Acknowledgements
 //
@@ -77,9 +81,10 @@ const (
 // # Reads
 //
 // Peek reads in a read-only transaction and copies the entry out of it. The
-// number of entries per route is cached in memory, so enqueue and Depth
-// need not count a queue. [OpenBolt] builds the cache with one scan of every
-// key, which makes opening linear in the number of stored entries.
+// number of entries and bytes per route is cached in memory, so enqueue and
+// Depth need not count a queue. [OpenBolt] builds the cache with one scan of
+// every key and the length of its value, which makes opening linear in the
+// number of stored entries.
 type Bolt struct {
 	db       *bolt.DB      // fixed at open
 	path     string        // fixed at open
@@ -88,6 +93,8 @@ type Bolt struct {
 	ackDelay time.Duration // fixed at open
 	// observe is Options.ObserveCommit; fixed at open, may be nil.
 	observe func(time.Duration)
+	// routeBytes and totalBytes are the byte bounds; fixed at open.
+	routeBytes, totalBytes int64
 
 	// The bounds of the acknowledgements waiting, fixed at open (tests
 	// lower them before first use): see defaultMaxAcked and
@@ -98,9 +105,11 @@ type Bolt struct {
 	// Depth hold it for reading; Delete, and the writer when it applies a
 	// commit, hold it for writing.
 	mu     sync.RWMutex
-	counts *routeCounts        // committed counts; see routeCounts for its locking
-	acked  map[string]struct{} // guarded by mu; keys acknowledged and stored, whose delete is not committed
-	ackedN map[string]int      // guarded by mu; the number of acked keys per route; no zero entries
+	counts *routeCounts     // committed counts; see routeCounts for its locking
+	acked  map[string]int64 // guarded by mu; keys acknowledged and stored, whose delete is not committed, with their EntrySize
+	ackedN map[string]int   // guarded by mu; the number of acked keys per route; no zero entries
+	// ackedBytes is the sizes in acked, summed; guarded by mu.
+	ackedBytes int64
 
 	// wmu is held by whoever writes a transaction: the writer goroutine,
 	// or an Enqueue that found no commit in progress and writes its own
@@ -133,7 +142,7 @@ var _ Store = (*Bolt)(nil)
 // OpenBolt opens the database at path, creating the file (mode 0600) if it
 // does not exist. The directory must exist already. If another process holds
 // the file, OpenBolt gives up after about a second with an error wrapping
-// [ErrLocked]. It uses opts.Cap and opts.Logger.
+// [ErrLocked]. It uses opts.Cap, the byte bounds and opts.Logger.
 //
 // An existing file is checked before bbolt reads it (see [checkFile]): a
 // file that is damaged, cut short or not a database gives a
@@ -164,6 +173,7 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	}
 	s := &Bolt{db: db, path: path, cap: opts.capacity(), log: log, ackDelay: opts.ackDelay(),
 		failed: make(chan struct{})}
+	s.routeBytes, s.totalBytes = opts.Bounds()
 	if opts != nil {
 		s.observe = opts.ObserveCommit
 	}
@@ -183,7 +193,11 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	s.counts = newRouteCounts(counts)
 	s.startWriter()
 	s.log.Debug("store opened", "db", path, "routes", len(counts), "entries", entries,
-		"elapsed", time.Since(start))
+		"bytes", s.counts.bytes(), "elapsed", time.Since(start))
+	if held := s.counts.bytes(); held > s.totalBytes {
+		s.log.Warn("the queues hold more than the total byte bound; sends are refused until receivers make room",
+			"bytes", held, "total_bytes", s.totalBytes)
+	}
 	return s, nil
 }
 
@@ -252,11 +266,11 @@ func openGuarded(path string) (db *bolt.DB, err error) {
 	return bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 }
 
-// prepare creates the buckets when missing and counts the entries of every
-// route with one scan. It writes only when the buckets are missing or the
+// prepare creates the buckets when missing and counts the entries and bytes
+// of every route with one scan. It writes only when the buckets are missing or the
 // stored next_seq is not above every stored sequence (a damaged file), which
 // it then raises.
-func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
+func (s *Bolt) prepare() (counts map[string]routeSize, entries int, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer s.guard("open", &err)
 	var repair bool
@@ -287,23 +301,28 @@ func (s *Bolt) prepare() (counts map[string]int, entries int, err error) {
 	return counts, entries, err
 }
 
-// scan counts every route's entries. It reports whether next_seq is not
-// above every stored sequence, and in a writable transaction it raises it.
-func (s *Bolt) scan(tx *bolt.Tx) (counts map[string]int, entries int, repair bool, err error) {
+// scan counts every route's entries and their sizes. It reports whether
+// next_seq is not above every stored sequence, and in a writable
+// transaction it raises it.
+func (s *Bolt) scan(tx *bolt.Tx) (counts map[string]routeSize, entries int, repair bool, err error) {
 	meta := tx.Bucket(bucketMeta)
 	next, err := readNextSeq(meta)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	counts = make(map[string]int)
+	counts = make(map[string]routeSize)
 	var (
 		foreign int    // keys the store did not make; never served
 		minNext uint64 // one more than the highest stored sequence
 		run     string // route of the current run of keys
-		runN    int
+		runSize routeSize
 	)
+	add := func() {
+		rs := counts[run]
+		counts[run] = routeSize{rs.n + runSize.n, rs.bytes + runSize.bytes}
+	}
 	c := tx.Bucket(bucketMessages).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	for k, v := c.First(); k != nil; k, v = c.Next() {
 		route, seq, ok := splitKey(string(k))
 		if !ok {
 			foreign++
@@ -311,19 +330,21 @@ func (s *Bolt) scan(tx *bolt.Tx) (counts map[string]int, entries int, repair boo
 		}
 		entries++
 		minNext = max(minNext, seq+1)
+		size := EntrySize(route, len(v))
 		// Keys of one route are adjacent, so count runs and touch the
 		// map once per route.
-		if runN > 0 && route == run {
-			runN++
+		if runSize.n > 0 && route == run {
+			runSize.n++
+			runSize.bytes += size
 			continue
 		}
-		if runN > 0 {
-			counts[run] += runN
+		if runSize.n > 0 {
+			add()
 		}
-		run, runN = strings.Clone(route), 1
+		run, runSize = strings.Clone(route), routeSize{1, size}
 	}
-	if runN > 0 {
-		counts[run] += runN
+	if runSize.n > 0 {
+		add()
 	}
 	if foreign > 0 && !tx.Writable() {
 		s.log.Warn("ignoring keys the store did not make", "keys", foreign)
@@ -361,6 +382,13 @@ func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err
 	if err := s.usable(); err != nil {
 		return "", 0, err
 	}
+	size := EntrySize(route, len(value))
+	if size > s.routeBytes {
+		return "", 0, &BoundError{Err: ErrTooLarge, Bound: s.routeBytes, Size: size}
+	}
+	if s.full(route, size) {
+		return "", 0, &BoundError{Err: ErrFull, Bound: s.totalBytes, Size: size}
+	}
 	r := &writeReq{route: route, value: value, done: make(chan struct{})}
 	if s.stopping.Load() {
 		return "", 0, ErrClosed
@@ -379,47 +407,70 @@ func (s *Bolt) Enqueue(route string, value []byte) (key string, dropped int, err
 	return r.key, r.dropped, nil
 }
 
+// full reports whether an entry of size cannot fit in the total bytes even
+// if every acknowledged entry and every entry of route went, from the
+// counts of the last commit. Such an enqueue is refused without a
+// transaction, so that sends to a full store cost no commit each; the
+// transaction decides every other (see enqueueTx).
+func (s *Bolt) full(route string, size int64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.counts.bytes()-s.ackedBytes-s.counts.committed[route].bytes+size > s.totalBytes
+}
+
 // enqueueTx stores value as the newest entry of route in tx and trims the
-// route to the cap. It returns the new key and the keys it dropped.
-func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, []string, error) {
+// route to the cap and the per-route bytes. It returns the new key and the
+// keys it dropped, or, with a nil error, a refusal (a *BoundError) when
+// the store would hold more than its total bytes; a refused enqueue
+// changes nothing in tx. The caller has checked that the entry alone fits
+// in a route ([Bolt.Enqueue]).
+func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (key string, dropped []string, refused, err error) {
+	size := EntrySize(route, len(value))
 	meta, msgs := tx.Bucket(bucketMeta), tx.Bucket(bucketMessages)
-	seq, err := readNextSeq(meta)
-	if err != nil {
-		return "", nil, err
-	}
-	if err := writeNextSeq(meta, seq+1); err != nil {
-		return "", nil, err
-	}
-	key := Key(route, seq)
-	kb := []byte(key)
-	if err := msgs.Put(kb, value); err != nil {
-		return "", nil, err
-	}
+	// Decide what goes, and whether the entry fits, before writing.
 	before := s.counts.inTx(route)
-	after := before + 1
-	var dropped []string
-	if after > s.cap {
+	after := routeSize{before.n + 1, before.bytes + size}
+	if after.n > s.cap || after.bytes > s.routeBytes {
 		c := msgs.Cursor()
 		prefix := []byte(RoutePrefix(route))
-		for after > s.cap {
-			k, _ := first(c, prefix)
-			if k == nil || bytes.Equal(k, kb) {
+		k, v := first(c, prefix)
+		for after.n > s.cap || after.bytes > s.routeBytes {
+			if k == nil {
 				// The cache counted entries that are not there. Trust
-				// the data: the new entry is the route's only one.
+				// the data: the entries walked are all the route has,
+				// and go; the new entry is the route's only one.
 				s.log.Error("entry count out of step with the database; corrected",
-					"counted", before, "cap", s.cap)
-				after = 1
+					"counted", before.n, "bytes", before.bytes, "cap", s.cap)
+				after = routeSize{1, size}
 				break
 			}
 			dropped = append(dropped, string(k))
-			if err := c.Delete(); err != nil {
-				return "", nil, err
-			}
-			after--
+			after.n--
+			after.bytes -= EntrySize(route, len(v))
+			k, v = next(c, prefix)
 		}
 	}
-	s.counts.add(route, after-before)
-	return key, dropped, nil
+	if s.counts.totalInTx()+after.bytes-before.bytes > s.totalBytes {
+		return "", nil, &BoundError{Err: ErrFull, Bound: s.totalBytes, Size: size}, nil
+	}
+	seq, err := readNextSeq(meta)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if err := writeNextSeq(meta, seq+1); err != nil {
+		return "", nil, nil, err
+	}
+	key = Key(route, seq)
+	if err := msgs.Put([]byte(key), value); err != nil {
+		return "", nil, nil, err
+	}
+	for _, k := range dropped {
+		if err := msgs.Delete([]byte(k)); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	s.counts.add(route, after.n-before.n, after.bytes-before.bytes)
+	return key, dropped, nil, nil
 }
 
 // first positions c on the oldest entry of the route whose prefix is given
@@ -427,7 +478,21 @@ func (s *Bolt) enqueueTx(tx *bolt.Tx, route string, value []byte) (string, []str
 // that share the prefix (possible only if routes contain NUL) are skipped:
 // a key of this route is exactly the prefix plus the sequence digits.
 func first(c *bolt.Cursor, prefix []byte) (key, value []byte) {
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	k, v := c.Seek(prefix)
+	return inRoute(c, prefix, k, v)
+}
+
+// next moves c to the route's entry after the current one and returns it,
+// or a nil key when there is none; see [first].
+func next(c *bolt.Cursor, prefix []byte) (key, value []byte) {
+	k, v := c.Next()
+	return inRoute(c, prefix, k, v)
+}
+
+// inRoute returns k and v if k is a key of the route whose prefix is
+// given, or else the first such key after it, or nil.
+func inRoute(c *bolt.Cursor, prefix, k, v []byte) (key, value []byte) {
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if len(k) == len(prefix)+seqDigits {
 			return k, v
 		}
@@ -524,16 +589,21 @@ func (s *Bolt) markAcked(key, route string) (n int, err error) {
 	if _, dup := s.acked[key]; dup {
 		return 0, nil
 	}
-	var stored bool
+	var (
+		stored bool
+		size   int64
+	)
 	err = s.db.View(func(tx *bolt.Tx) error {
-		stored = tx.Bucket(bucketMessages).Get([]byte(key)) != nil
+		v := tx.Bucket(bucketMessages).Get([]byte(key))
+		stored, size = v != nil, EntrySize(route, len(v))
 		return nil
 	})
 	if err != nil || !stored {
 		return 0, err
 	}
-	s.acked[key] = struct{}{}
+	s.acked[key] = size
 	s.ackedN[route]++
+	s.ackedBytes += size
 	return len(s.acked), nil
 }
 

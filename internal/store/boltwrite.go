@@ -48,7 +48,7 @@ func (s *Bolt) enqueueInline(r *writeReq) bool {
 // startWriter starts the writer goroutine; Close stops it.
 func (s *Bolt) startWriter() {
 	s.maxAcked, s.ackFlushAt = defaultMaxAcked, defaultAckFlushAt
-	s.acked = make(map[string]struct{})
+	s.acked = make(map[string]int64)
 	s.ackedN = make(map[string]int)
 	s.writes = make(chan *writeReq)
 	s.kick = make(chan struct{}, 1)
@@ -227,20 +227,28 @@ func (s *Bolt) write(batch []*writeReq, keys []string) (err error) {
 			c := tx.Bucket(bucketMessages).Cursor()
 			for _, k := range keys {
 				kb := []byte(k)
-				if got, _ := c.Seek(kb); string(got) != k {
+				got, v := c.Seek(kb)
+				if string(got) != k {
 					continue
 				}
+				route, _, _ := splitKey(k)
+				size := EntrySize(route, len(v))
 				if err := c.Delete(); err != nil {
 					return err
 				}
-				route, _, _ := splitKey(k)
-				s.counts.add(route, -1)
+				s.counts.add(route, -1, -size)
 			}
 		}
 		for _, r := range batch {
-			key, dropped, err := s.enqueueTx(tx, r.route, r.value)
+			// An earlier attempt of this request may have set these.
+			r.key, r.dropped, r.err = "", 0, nil
+			key, dropped, refused, err := s.enqueueTx(tx, r.route, r.value)
 			if err != nil {
 				return err
+			}
+			if refused != nil {
+				r.err = refused
+				continue
 			}
 			r.key, r.dropped = key, len(dropped)
 			if len(dropped) > 0 {
@@ -286,10 +294,12 @@ func (s *Bolt) apply(keys []string, drops []dropRecord) {
 // forgetLocked removes k from the acknowledged keys and reports whether it
 // was one. s.mu must be held for writing.
 func (s *Bolt) forgetLocked(k string) bool {
-	if _, ok := s.acked[k]; !ok {
+	size, ok := s.acked[k]
+	if !ok {
 		return false
 	}
 	delete(s.acked, k)
+	s.ackedBytes -= size
 	route, _, _ := splitKey(k)
 	if n := s.ackedN[route] - 1; n > 0 {
 		s.ackedN[route] = n

@@ -68,15 +68,17 @@ func checkAndClose(tb testing.TB, s checker) {
 	}
 }
 
-// check verifies that every queue is non-empty and within the cap, that its
-// keys are well formed, sorted and below the next sequence, and that slots
-// before the head hold nothing. A closed store passes.
+// check verifies that every queue is non-empty and within the cap and the
+// per-route bytes, that its keys are well formed, sorted and below the next
+// sequence, that slots before the head hold nothing, and that the counted
+// bytes are those held and within the total. A closed store passes.
 func (m *Memory) check() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil
 	}
+	var total int64
 	for route, q := range m.queues {
 		if q == nil || q.len() == 0 {
 			return fmt.Errorf("route %q: empty queue left in the map", route)
@@ -84,6 +86,17 @@ func (m *Memory) check() error {
 		if q.len() > m.cap {
 			return fmt.Errorf("route %q: depth %d over cap %d", route, q.len(), m.cap)
 		}
+		var size int64
+		for _, e := range q.entries[q.head:] {
+			size += EntrySize(route, len(e.value))
+		}
+		if size != q.bytes {
+			return fmt.Errorf("route %q: holds %d bytes, counted %d", route, size, q.bytes)
+		}
+		if size > m.routeBytes {
+			return fmt.Errorf("route %q: %d bytes over the route bound of %d", route, size, m.routeBytes)
+		}
+		total += size
 		for i, e := range q.entries[:q.head] {
 			if e.key != "" || e.value != nil {
 				return fmt.Errorf("route %q: slot %d before the head not cleared", route, i)
@@ -103,14 +116,20 @@ func (m *Memory) check() error {
 			prev = e.seq
 		}
 	}
+	if total != m.bytes {
+		return fmt.Errorf("queues hold %d bytes, counted %d", total, m.bytes)
+	}
+	if total > m.totalBytes {
+		return fmt.Errorf("%d bytes held, over the total bound of %d", total, m.totalBytes)
+	}
 	return nil
 }
 
 // check commits the acknowledgements waiting, then verifies, by a full scan,
 // that every key is well formed and below next_seq and that the cached
-// counts equal the counted keys. The cap is not checked: a cap lowered since
-// the entries were stored is enforced lazily. Nothing may write while it
-// runs.
+// counts and sizes equal those of the stored entries. The bounds are not
+// checked: bounds lowered since the entries were stored are enforced
+// lazily. Nothing may write while it runs.
 func (s *Bolt) check() error {
 	if s.closed.Load() || s.failure.Load() != nil {
 		return nil
@@ -119,7 +138,7 @@ func (s *Bolt) check() error {
 		return err
 	}
 	s.mu.RLock()
-	waiting := len(s.acked) + len(s.ackedN)
+	waiting := len(s.acked) + len(s.ackedN) + int(s.ackedBytes)
 	s.mu.RUnlock()
 	if waiting != 0 {
 		return fmt.Errorf("acknowledgements still waiting after a flush")
@@ -129,23 +148,32 @@ func (s *Bolt) check() error {
 		return err
 	}
 	s.mu.RLock()
-	cached := maps.Clone(s.counts.committed)
+	cached, total := maps.Clone(s.counts.committed), s.counts.bytes()
 	s.mu.RUnlock()
 	if !maps.Equal(scanned, cached) {
-		return fmt.Errorf("cached counts differ from the data (-scanned +cached):\n%s", cmp.Diff(scanned, cached))
+		return fmt.Errorf("cached counts differ from the data (-scanned +cached):\n%s",
+			cmp.Diff(scanned, cached, cmp.AllowUnexported(routeSize{})))
+	}
+	var sum int64
+	for _, rs := range scanned {
+		sum += rs.bytes
+	}
+	if sum != total {
+		return fmt.Errorf("cached total of %d bytes, the data holds %d", total, sum)
 	}
 	return nil
 }
 
-// scanCounts counts the entries of every route by reading every key.
-func (s *Bolt) scanCounts() (map[string]int, error) {
-	counts := make(map[string]int)
+// scanCounts counts the entries of every route, and their sizes, by
+// reading every key.
+func (s *Bolt) scanCounts() (map[string]routeSize, error) {
+	counts := make(map[string]routeSize)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		next, err := readNextSeq(tx.Bucket(bucketMeta))
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketMessages).ForEach(func(k, _ []byte) error {
+		return tx.Bucket(bucketMessages).ForEach(func(k, v []byte) error {
 			route, seq, ok := splitKey(string(k))
 			if !ok || Key(route, seq) != string(k) {
 				return fmt.Errorf("malformed key %q", k)
@@ -153,7 +181,8 @@ func (s *Bolt) scanCounts() (map[string]int, error) {
 			if seq >= next {
 				return fmt.Errorf("key %q not below next_seq %d", k, next)
 			}
-			counts[route]++
+			rs := counts[route]
+			counts[route] = routeSize{rs.n + 1, rs.bytes + EntrySize(route, len(v))}
 			return nil
 		})
 	})

@@ -471,9 +471,12 @@ func TestTotalsCountRoutesAndEntries(t *testing.T) {
 		}
 		check := func(wantRoutes, wantEntries int) {
 			t.Helper()
-			r, e, err := tot.Totals()
-			if err != nil || r != wantRoutes || e != wantEntries {
-				t.Fatalf("Totals = %d routes, %d entries, %v; want %d, %d", r, e, err, wantRoutes, wantEntries)
+			got, err := tot.Totals()
+			if err != nil || got.Routes != wantRoutes || got.Entries != wantEntries {
+				t.Fatalf("Totals = %d routes, %d entries, %v; want %d, %d", got.Routes, got.Entries, err, wantRoutes, wantEntries)
+			}
+			if (got.Bytes == 0) != (wantEntries == 0) {
+				t.Fatalf("Totals = %d bytes for %d entries", got.Bytes, wantEntries)
 			}
 		}
 		check(0, 0)

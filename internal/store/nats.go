@@ -35,8 +35,9 @@ const jsErrCodeSubjectOverlap jetstream.ErrorCode = 10065
 // NATSOptions holds the settings of [OpenNATS]. A nil *NATSOptions, like its
 // zero value, means defaults.
 type NATSOptions struct {
-	// Options holds the cap, the clock and the logger. The cap becomes the
-	// stream's max_msgs_per_subject.
+	// Options holds the cap, the byte bounds, the clock and the logger.
+	// The cap becomes the stream's max_msgs_per_subject and TotalBytes its
+	// max_bytes; RouteBytes bounds only a single entry (see [NATS]).
 	Options
 	// Stream names the stream; empty means [DefaultStream]. 1 to 64 ASCII
 	// letters, digits, '-' and '_'.
@@ -115,6 +116,18 @@ func (o *NATSOptions) timeout() time.Duration {
 // may lag, so a message stored through one process is seen by the next Peek
 // of any other.
 //
+// Bytes. The stream's max_bytes is the total byte bound, and its discard
+// policy is "new": the server refuses a publish that would take the
+// stream past it, whichever process sends it, and Enqueue returns a
+// [*BoundError] wrapping [ErrFull]. The server counts a message's subject,
+// headers and data and a few bytes of its own, not [EntrySize]. JetStream
+// has no byte limit per subject, so one route may fill the whole stream: a
+// route's queue is bounded only by the cap and the largest message, and
+// [Options.RouteBytes] only refuses a single entry larger than itself. In
+// a cluster the leader counts the messages being replicated too, and
+// refuses a publish that would go over even when the per-subject cap
+// would make room by discarding an older one.
+//
 // The dropped count. The server does not report what a publish discarded,
 // so Enqueue counts the route's messages before it publishes, and Enqueue
 // and Delete take turns per route within one process. With one writing
@@ -134,6 +147,8 @@ type NATS struct {
 	cap     int                 // fixed at open
 	timeout time.Duration       // fixed at open
 	log     *slog.Logger        // fixed at open
+	// routeBytes and totalBytes are the byte bounds; fixed at open.
+	routeBytes, totalBytes int64
 
 	closed atomic.Bool
 	turns  routeTurns  // has its own lock
@@ -166,6 +181,7 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		log:     base.logger(),
 		origin:  rand.Text(),
 	}
+	s.routeBytes, s.totalBytes = base.Bounds()
 	s.bg.init()
 	where := redact(serverURL)
 	conn := []nats.Option{
@@ -243,7 +259,7 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 	if ns := base.now().UnixNano(); ns > 0 {
 		first = uint64(ns)
 	}
-	want := streamConfig(s.name, s.cap, replicas, first)
+	want := streamConfig(s.name, s.cap, replicas, s.totalBytes, first)
 	stream, err := js.Stream(ctx, s.name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		stream, err = js.CreateStream(ctx, want)
@@ -255,7 +271,7 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
 			return &StreamConfigError{Stream: s.name, Overlap: apiErr.Description}
 		case err == nil:
-			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap)
+			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap, "max_bytes", s.totalBytes)
 		}
 	}
 	if err != nil {
@@ -302,6 +318,9 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 	if s.closed.Load() {
 		return "", 0, ErrClosed
 	}
+	if size := EntrySize(route, len(value)); size > s.routeBytes {
+		return "", 0, &BoundError{Err: ErrTooLarge, Bound: s.routeBytes, Size: size}
+	}
 	subject := NATSSubject(s.name, route)
 	defer s.turns.take(route)()
 	ctx, cancel := s.ctx()
@@ -317,9 +336,28 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 			return "", 0, fmt.Errorf("%w: %d bytes, the server accepts %d: raise max_payload in the nats-server configuration",
 				ErrPayloadLimit, len(value), s.nc.MaxPayload())
 		}
+		if isStreamFull(err) {
+			return "", 0, &BoundError{Err: ErrFull, Bound: s.totalBytes, Size: int64(len(msg.Subject) + len(value))}
+		}
 		return "", 0, s.wrap("enqueue", err)
 	}
 	return Key(route, ack.Sequence), max(0, before+1-s.cap), nil
+}
+
+// jsErrCodeStoreFailed is the JetStream error code of a publish the
+// stream did not store; its description says why.
+const jsErrCodeStoreFailed jetstream.ErrorCode = 10077
+
+// isStreamFull reports whether err is the server's refusal of a publish
+// that would take the stream past its max_bytes. JetStream gives every
+// refused store one code, so the server's description ("maximum bytes
+// exceeded") tells this one apart; the stream has no other byte limit
+// that refuses (no max_msgs, no max_msg_size, no per-subject discard of
+// new messages).
+func isStreamFull(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeStoreFailed &&
+		strings.Contains(apiErr.Description, "maximum bytes")
 }
 
 // count returns the number of messages stored under subject.

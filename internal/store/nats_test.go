@@ -63,7 +63,7 @@ func (s *NATS) check() error {
 	if err != nil {
 		return err
 	}
-	if ms := compareStreamConfig(info.Config, streamConfig(s.name, s.cap, info.Config.Replicas, 0)); len(ms) > 0 {
+	if ms := compareStreamConfig(info.Config, streamConfig(s.name, s.cap, info.Config.Replicas, s.totalBytes, 0)); len(ms) > 0 {
 		return &StreamConfigError{Stream: s.name, Mismatches: ms}
 	}
 	for subject, n := range info.State.Subjects {
@@ -457,7 +457,7 @@ func TestOpenNATSStreamMismatch(t *testing.T) {
 	for _, m := range ce.Mismatches {
 		fields = append(fields, m.Field)
 	}
-	if diff := cmp.Diff([]string{"retention", "storage", "max_msgs_per_subject", "max_age", "deny_delete"}, fields); diff != "" {
+	if diff := cmp.Diff([]string{"retention", "storage", "max_msgs_per_subject", "discard", "max_bytes", "max_age", "deny_delete"}, fields); diff != "" {
 		t.Fatalf("mismatched fields (-want +got):\n%s", diff)
 	}
 

@@ -86,8 +86,12 @@ func checkStreamName(name string) error {
 const maxReplicas = 5
 
 // streamConfig returns the settings of the stream the store creates. first
-// is its first sequence (see [NATS]).
-func streamConfig(name string, capacity, replicas int, first uint64) jetstream.StreamConfig {
+// is its first sequence (see [NATS]). The stream keeps at most capacity
+// messages per subject, discarding the oldest of a subject, and at most
+// totalBytes in all, refusing a message that would go over: a stream whose
+// discard policy is new still applies the per-subject limit by discarding
+// old messages unless discard_new_per_subject is set.
+func streamConfig(name string, capacity, replicas int, totalBytes int64, first uint64) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              name,
 		Description:       "interlink bus queues, one subject per route",
@@ -95,11 +99,11 @@ func streamConfig(name string, capacity, replicas int, first uint64) jetstream.S
 		Retention:         jetstream.LimitsPolicy,
 		MaxConsumers:      -1,
 		MaxMsgs:           -1,
-		MaxBytes:          -1,
+		MaxBytes:          totalBytes,
 		MaxAge:            0,
 		MaxMsgsPerSubject: int64(capacity),
 		MaxMsgSize:        -1,
-		Discard:           jetstream.DiscardOld,
+		Discard:           jetstream.DiscardNew,
 		Storage:           jetstream.FileStorage,
 		Replicas:          replicas,
 		FirstSeq:          first,
@@ -150,7 +154,7 @@ func (e *StreamConfigError) Error() string {
 		b.WriteString("; " + e.Hint)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "; configure the store to match (queue cap = max_msgs_per_subject, replicas = num_replicas), "+
+	fmt.Fprintf(&b, "; configure the store to match (queue cap = max_msgs_per_subject, total bytes = max_bytes, replicas = num_replicas), "+
 		"use another stream name, or edit the stream (nats stream edit %s) or remove it (nats stream rm %s, "+
 		"which loses its queued messages)", e.Stream, e.Stream)
 	return b.String()
@@ -172,7 +176,8 @@ func (ms *mismatches) add(field string, have, want any) {
 
 // compareStreamConfig lists the settings of have that differ from want in
 // ways that break the store's promises: messages kept until deleted or
-// dropped by the per-route cap, FIFO per route, deletes allowed, reads from
+// dropped by the per-route cap, a total byte bound that refuses rather
+// than discards, FIFO per route, deletes allowed, reads from
 // the stream leader, and a publish acknowledged only once stored. The
 // name, description and first sequence do not matter.
 func compareStreamConfig(have, want jetstream.StreamConfig) []ConfigMismatch {

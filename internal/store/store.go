@@ -1,6 +1,16 @@
 // Package store keeps the bus's message queues: one FIFO queue per route,
 // bounded, with the oldest entry dropped when a queue is full.
 //
+// # Bounds
+//
+// A queue holds at most [Options.Cap] entries and [Options.RouteBytes]
+// bytes, and all queues together at most [Options.TotalBytes] bytes, each
+// entry counted by [EntrySize]. An enqueue that would take a queue past
+// its own bounds drops that queue's oldest entries, as the original bus
+// did for its count; one that would take the store past its total is
+// refused with an error wrapping [ErrFull], and nothing changes. The
+// JetStream store has no per-route byte bound; see [NATS].
+//
 // There are three implementations of [Store]: [Memory], which loses
 // everything when the process ends; [Bolt], a bbolt file that survives
 // restarts; and [NATS], a NATS JetStream stream that several processes can
@@ -37,6 +47,31 @@ import (
 // DefaultCap is the default number of entries a queue holds.
 const DefaultCap = 1024
 
+// Default byte bounds, for [Options.RouteBytes] and [Options.TotalBytes].
+// A route holds three of the bus's largest messages (2 MiB each), or
+// its cap of 1,024 messages of up to 8 KiB; all queues together hold 128
+// MiB (SECURITY.md gives the memory a full bus takes).
+const (
+	DefaultRouteBytes = 8 << 20
+	DefaultTotalBytes = 128 << 20
+)
+
+// EntryOverhead is what [EntrySize] adds to every entry for what storing
+// it costs beyond its bytes: in memory the entry's slot, its allocations
+// rounded up to their size class and, for a route's only entry, the
+// route's own map slot and queue. With it, a store in memory filled with
+// the smallest messages, each on a route of its own, holds no more heap
+// than the bytes counted (BenchmarkMemoryHeapPerCountedByte measures it).
+const EntryOverhead = 176
+
+// EntrySize returns the bytes an entry of route with a value of valueLen
+// bytes counts for against the byte bounds: its key ([Key]), its value,
+// the route once more (a store keeps the route's name beside its queue,
+// and one entry may be all a route has) and [EntryOverhead].
+func EntrySize(route string, valueLen int) int64 {
+	return int64(2*len(route)+1+seqDigits+valueLen) + EntryOverhead
+}
+
 // Errors returned by the stores. Callers compare them with [errors.Is].
 var (
 	// ErrClosed is returned by every method after [Store.Close].
@@ -64,7 +99,38 @@ var (
 	// ErrCorrupt is wrapped by every [*CorruptError]: a database file that
 	// is damaged, cut short or not a database at all.
 	ErrCorrupt = errors.New("store: damaged database file")
+
+	// ErrFull is wrapped by the [*BoundError] of an enqueue refused
+	// because the store would hold more than [Options.TotalBytes]. Nothing
+	// was stored or dropped; the same enqueue can succeed once entries
+	// have been deleted.
+	ErrFull = errors.New("store: queues full")
+	// ErrTooLarge is wrapped by the [*BoundError] of an enqueue refused
+	// because the entry alone is larger than [Options.RouteBytes], so no
+	// queue can ever take it.
+	ErrTooLarge = errors.New("store: entry larger than a queue may hold")
 )
+
+// BoundError reports an enqueue refused by a byte bound. It wraps
+// [ErrFull] or [ErrTooLarge].
+type BoundError struct {
+	// Err is ErrFull or ErrTooLarge.
+	Err error
+	// Bound is the bound that refused it, in bytes: [Options.TotalBytes]
+	// for ErrFull, [Options.RouteBytes] for ErrTooLarge.
+	Bound int64
+	// Size is the entry's size as [EntrySize] counts it.
+	Size int64
+}
+
+func (e *BoundError) Error() string {
+	if errors.Is(e.Err, ErrTooLarge) {
+		return fmt.Sprintf("%v: it counts %d bytes, a queue holds at most %d", e.Err, e.Size, e.Bound)
+	}
+	return fmt.Sprintf("%v: an entry of %d bytes would take the queues past their total bound of %d bytes", e.Err, e.Size, e.Bound)
+}
+
+func (e *BoundError) Unwrap() error { return e.Err }
 
 // CorruptError reports a database file that cannot be used as it is, found
 // by [OpenBolt] or by a [Bolt] while it runs. It wraps [ErrCorrupt].
@@ -89,6 +155,17 @@ type Options struct {
 	// [DefaultCap]. Callers that accept a configured 0 clamp it to 1
 	// themselves.
 	Cap int
+	// RouteBytes is the most bytes one route's queue holds, as
+	// [EntrySize] counts them; an enqueue drops the route's oldest entries
+	// until it fits, and refuses an entry larger than this with
+	// [ErrTooLarge]. Zero or less means [DefaultRouteBytes]; above
+	// TotalBytes it is TotalBytes. [NATS] applies only the second part.
+	RouteBytes int64
+	// TotalBytes is the most bytes all queues hold together; an enqueue
+	// that would go past it is refused with [ErrFull]. Zero or less means
+	// [DefaultTotalBytes]. For [NATS] it is the stream's max_bytes, which
+	// the server counts in its own way.
+	TotalBytes int64
 	// Now returns the current time; nil means [time.Now]. [Memory] uses it
 	// once, to seed its sequence, and [NATS] to set the first sequence of
 	// a stream it creates.
@@ -129,6 +206,19 @@ func (o *Options) capacity() int {
 	return o.Cap
 }
 
+// Bounds returns the byte bounds of o with defaults applied: the most one
+// route holds, and the most all routes hold.
+func (o *Options) Bounds() (route, total int64) {
+	route, total = DefaultRouteBytes, DefaultTotalBytes
+	if o != nil && o.TotalBytes > 0 {
+		total = o.TotalBytes
+	}
+	if o != nil && o.RouteBytes > 0 {
+		route = o.RouteBytes
+	}
+	return min(route, total), total
+}
+
 func (o *Options) now() time.Time {
 	if o == nil || o.Now == nil {
 		return time.Now()
@@ -155,10 +245,13 @@ type Entry struct {
 // safe for concurrent use.
 type Store interface {
 	// Enqueue appends value to the queue of route and then drops the
-	// oldest entries of that queue until it holds at most the store's cap,
-	// as one atomic step. It returns the new entry's key and how many
-	// entries were dropped. When it returns without error the entry is as
-	// durable as the implementation makes it (on disk, for Bolt).
+	// oldest entries of that queue until it holds at most the store's cap
+	// and its per-route byte bound, as one atomic step. It returns the
+	// new entry's key and how many entries were dropped. When it returns
+	// without error the entry is as durable as the implementation makes
+	// it (on disk, for Bolt). When the store would then hold more than its
+	// total byte bound, it changes nothing and returns a [*BoundError]
+	// wrapping [ErrFull]; see [Options] for the bounds.
 	Enqueue(route string, value []byte) (key string, dropped int, err error)
 	// Peek returns the oldest entry of route's queue without removing it,
 	// and false when the queue is empty.

@@ -41,6 +41,9 @@ type Options struct {
 	// Wrap, when set, wraps the bus handler, for tests that watch or alter
 	// requests.
 	Wrap func(http.Handler) http.Handler
+	// Store holds the in-memory store's settings, such as its byte
+	// bounds; nil means defaults.
+	Store *store.Options
 }
 
 // Start serves a new in-memory bus on 127.0.0.1 and returns its base URL.
@@ -52,7 +55,7 @@ func Start(tb testing.TB, opts *Options) string {
 	if opts != nil {
 		o = *opts
 	}
-	st := store.NewMemory(nil)
+	st := store.NewMemory(o.Store)
 	srv := bus.New(st, &bus.Options{Now: o.Now})
 	var h http.Handler = srv
 	if o.Wrap != nil {
