@@ -609,4 +609,3 @@ func clearCovered(d *document) bool {
 	d.notice = nil
 	return true
 }
-
