@@ -1,0 +1,126 @@
+package tools_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
+	"github.com/interlink-go/interlink/internal/render"
+	"github.com/interlink-go/interlink/internal/testutil"
+)
+
+// The original's scenario: a peer sends two progress updates and the
+// result of one task. conversation_history shows all three with their
+// text, each update labelled "superseded by" the next message, while
+// receive_messages shows only the result. message_status and read_message
+// find the superseded updates with their text. After consume=true the
+// history still shows every message, the result now acknowledged.
+func TestConversationHistoryShowsSupersededProgress(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
+	b := agenttest.Start(t, bob, "b1", []string{url}, nil)
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
+
+	send := func(status, text string) string {
+		return agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "task_id": "build", "status": status, "text": text}))
+	}
+	u1 := send("update", "compiling, step 1 of 2")
+	u2 := send("update", "testing, step 2 of 2")
+	r := send("result", "build green")
+	for _, id := range []string{u1, u2, r} {
+		b.WaitDelivered(id)
+	}
+
+	got := b.OK("conversation_history", map[string]any{"peer": "alice"})
+	for _, want := range []string{
+		"[superseded by " + u2 + "] Receipt:", "compiling, step 1 of 2",
+		"[superseded by " + r + "] Receipt:", "testing, step 2 of 2",
+		"[receiver_stored] Receipt:", "build green",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("conversation_history lacks %q:\n%s", want, got)
+		}
+	}
+	if i, j := strings.Index(got, "step 1 of 2"), strings.Index(got, "build green"); i < 0 || j < i {
+		t.Errorf("history not oldest first:\n%s", got)
+	}
+	unread := b.OK("receive_messages", nil)
+	if !strings.Contains(unread, "build green") || strings.Contains(unread, "step 1 of 2") || strings.Contains(unread, "step 2 of 2") {
+		t.Errorf("receive_messages shows more than the unread result:\n%s", unread)
+	}
+	status := b.OK("message_status", map[string]any{"msg_id": u1})
+	if !strings.HasPrefix(status, "[superseded by "+u2+"] Receipt:") || !strings.Contains(status, "compiling, step 1 of 2") {
+		t.Errorf("message_status of the first update:\n%s", status)
+	}
+	read := b.OK("read_message", map[string]any{"sender": alice.Key(), "msg_id": u2})
+	if !strings.HasPrefix(read, "[superseded by "+r+"] Receipt:") || !strings.Contains(read, "testing, step 2 of 2") {
+		t.Errorf("read_message of the second update:\n%s", read)
+	}
+
+	consumed := b.OK("conversation_history", map[string]any{"peer": "alice", "consume": true})
+	if !strings.HasPrefix(consumed, "The received messages below are now acknowledged.") {
+		t.Errorf("consume = %q", consumed)
+	}
+	if got := b.OK("receive_messages", nil); !strings.HasPrefix(got, "No unread messages") {
+		t.Errorf("after consuming: %q", got)
+	}
+	again := b.OK("conversation_history", map[string]any{"peer": "alice"})
+	for _, want := range []string{
+		"[superseded by " + u2 + "] Receipt:", "[superseded by " + r + "] Receipt:",
+		"[receiver_acknowledged] Receipt:", "build green",
+	} {
+		if !strings.Contains(again, want) {
+			t.Errorf("history after consuming lacks %q:\n%s", want, again)
+		}
+	}
+}
+
+// Questions a session has acknowledged stay in its conversation history
+// with their text for the window, in both processes of the session, and
+// message_status and read_message (with an offset, for a long one) still
+// give their text. Acknowledging them again counts nothing.
+func TestAcknowledgedMessagesStayInTheHistory(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	root := t.TempDir()
+	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
+	b := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Root: root})
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
+
+	long := strings.Repeat("a long report line\n", render.MaxText/19+200)
+	q := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "text": "which port?"}))
+	l := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "text": long}))
+	b.WaitDelivered(q)
+	b.WaitDelivered(l)
+	var receipts []any
+	for round := 0; len(receipts) < 2 && round < 3; round++ {
+		for _, r := range testutil.Receipts(t, b.OK("receive_messages", nil)) {
+			receipts = append(receipts, r)
+		}
+	}
+	if got := b.OK("acknowledge_messages", map[string]any{"messages": receipts}); !strings.HasPrefix(got, "Acknowledged 2 ") {
+		t.Fatalf("acknowledge = %q", got)
+	}
+
+	b2 := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Root: root})
+	for _, n := range []*agenttest.Node{b, b2} {
+		got := n.OK("conversation_history", map[string]any{"peer": "alice"})
+		if strings.Count(got, "[receiver_acknowledged] Receipt:") != 2 || !strings.Contains(got, "which port?") {
+			t.Errorf("history after acknowledging:\n%s", head(got))
+		}
+		status := n.OK("message_status", map[string]any{"msg_id": q})
+		if !strings.HasPrefix(status, "[receiver_acknowledged] Receipt:") || !strings.Contains(status, "which port?") {
+			t.Errorf("message_status of an acknowledged question:\n%s", status)
+		}
+		part := n.OK("read_message", map[string]any{"sender": alice.Key(), "msg_id": l, "offset": render.MaxText})
+		if !strings.HasPrefix(part, "[receiver_acknowledged] Receipt:") ||
+			!strings.Contains(part, fmt.Sprintf("bytes %d to %d are shown, the end of the text", render.MaxText, len(long))) {
+			t.Errorf("read_message from an offset of an acknowledged message:\n…%s", part[max(0, len(part)-300):])
+		}
+	}
+	if got := b2.OK("acknowledge_messages", map[string]any{"messages": receipts}); !strings.HasPrefix(got, "Acknowledged 0 ") {
+		t.Errorf("acknowledging again = %q", got)
+	}
+}
