@@ -124,3 +124,34 @@ func TestAcknowledgedMessagesStayInTheHistory(t *testing.T) {
 		t.Errorf("acknowledging again = %q", got)
 	}
 }
+
+// A superseded update that no tool has shown consumes nothing when its
+// receipt is handed to acknowledge_messages; once conversation_history
+// has shown it, the receipt acknowledges it, and it keeps its label.
+func TestHistoryCountsAsShowingForAcknowledging(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
+	b := agenttest.Start(t, bob, "b1", []string{url}, nil)
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
+
+	u1 := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "task_id": "t", "status": "update", "text": "half way"}))
+	u2 := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "task_id": "t", "status": "update", "text": "almost"}))
+	b.WaitDelivered(u1)
+	b.WaitDelivered(u2)
+	receipt := map[string]any{"sender": alice.Key(), "msg_id": u1}
+
+	got := b.OK("acknowledge_messages", map[string]any{"messages": []any{receipt}})
+	if !strings.HasPrefix(got, "Acknowledged 0 ") || !strings.Contains(got, "1 of the receipts name no message this session has shown you") {
+		t.Errorf("acknowledging an update no tool showed = %q", got)
+	}
+	if h := b.OK("conversation_history", map[string]any{"peer": "alice"}); !strings.Contains(h, "[superseded by "+u2+"] Receipt:") {
+		t.Fatalf("history:\n%s", h)
+	}
+	if got := b.OK("acknowledge_messages", map[string]any{"messages": []any{receipt}}); !strings.HasPrefix(got, "Acknowledged 1 ") {
+		t.Errorf("acknowledging it after the history showed it = %q", got)
+	}
+	if st := b.OK("message_status", map[string]any{"msg_id": u1}); !strings.HasPrefix(st, "[superseded by "+u2+"] Receipt:") || !strings.Contains(st, "half way") {
+		t.Errorf("message_status after acknowledging:\n%s", st)
+	}
+}
