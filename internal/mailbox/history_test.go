@@ -333,6 +333,7 @@ func TestHistoryFloodStaysWithinTheSendersShare(t *testing.T) {
 	}
 	for _, shape := range floodShapes {
 		t.Run(shape.name, func(t *testing.T) {
+			t.Parallel()
 			f := newFixture(t)
 			f.root = memoryDir(t)
 			f.mb = f.open(t)

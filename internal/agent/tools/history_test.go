@@ -2,10 +2,15 @@ package tools_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
+	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -153,5 +158,44 @@ func TestHistoryCountsAsShowingForAcknowledging(t *testing.T) {
 	}
 	if st := b.OK("message_status", map[string]any{"msg_id": u1}); !strings.HasPrefix(st, "[superseded by "+u2+"] Receipt:") || !strings.Contains(st, "half way") {
 		t.Errorf("message_status after acknowledging:\n%s", st)
+	}
+}
+
+// Beyond a sender's share of the history, the tools say that the text was
+// not kept: conversation_history names the day, and message_status gives
+// the state and receipt of such a message with the reason. The files are
+// written as the mailbox leaves them after a flood: the message's
+// tombstone, and in the day's history file the marker line instead of
+// its text.
+func TestToolsSayWhenTheHistoryDidNotKeepAText(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	root := t.TempDir()
+	now := time.Now()
+	ts := identity.Millis(now)
+	day := now.UTC().Format(time.DateOnly)
+	dir := filepath.Join(root, "mailbox", bob.Key())
+	if err := os.MkdirAll(filepath.Join(dir, "b1.history"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	agenttest.WriteFile(t, filepath.Join(dir, "b1.tombstones.jsonl"),
+		fmt.Sprintf(`{"sender":%q,"msg_id":"flood-1","ts":%d,"acknowledged":true}`+"\n", alice.Key(), ts))
+	agenttest.WriteFile(t, filepath.Join(dir, "b1.history", day+".jsonl"),
+		fmt.Sprintf(`{"sender":%q,"msg_id":"flood-1","ts":%d,"peer":"alice","not_kept":true}`+"\n", alice.Key(), ts))
+	b := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Root: root})
+
+	got := b.OK("conversation_history", map[string]any{"peer": "alice"})
+	want := fmt.Sprintf("[interlink] On %s the sender known as alice reached what the history keeps of one sender in a day (%d messages or %d MiB)",
+		day, mailbox.MaxHistoryLines, mailbox.MaxHistoryBytes>>20)
+	if !strings.Contains(got, want) {
+		t.Errorf("conversation_history = %q, want it to contain %q", got, want)
+	}
+	st := b.OK("message_status", map[string]any{"msg_id": "flood-1"})
+	if !strings.HasPrefix(st, `[receiver_acknowledged] Receipt: {"sender":"`+alice.Key()+`","msg_id":"flood-1"}`) ||
+		!strings.Contains(st, "its text is not kept: that day its sender reached what the history keeps of one sender") {
+		t.Errorf("message_status = %q", st)
+	}
+	if got := b.OK("conversation_history", map[string]any{"peer": "carol"}); got != "no history with carol" {
+		t.Errorf("conversation_history of another peer = %q", got)
 	}
 }
