@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -425,6 +426,15 @@ func (h *histLog) fullDays(peer string) []string {
 // with the message's stored bytes where they are known.
 func appendHistLine(out []byte, r *Record) ([]byte, error) {
 	raw := r.raw
+	if bytes.ContainsAny(raw, "\r\n") {
+		// Stored bytes from a file written by hand: a line must stay one.
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			raw = buf.Bytes()
+		} else {
+			raw = nil
+		}
+	}
 	if len(raw) == 0 {
 		var err error
 		if raw, err = r.Message.MarshalJSON(); err != nil {
