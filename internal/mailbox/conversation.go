@@ -92,11 +92,7 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 			kept[out[i].Receipt()] = true
 			out[i].State = StateAcknowledged
 		}
-		n, err := m.acknowledgeIn(d, kept)
-		if err != nil {
-			return false, err
-		}
-		changed := n > 0
+		changed := m.acknowledgeIn(d, kept) > 0
 		if clearCovered(d) {
 			changed = true
 		}

@@ -522,10 +522,7 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 	}
 	var n int
 	err := m.update(context.Background(), false, func(d *document) (bool, error) {
-		var err error
-		if n, err = m.acknowledgeIn(d, want); err != nil {
-			return false, err
-		}
+		n = m.acknowledgeIn(d, want)
 		cleared := clearCovered(d)
 		return n > 0 || cleared, nil
 	})
@@ -539,10 +536,11 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 // [Mailbox.Acknowledge] describes, and returns how many were not before.
 // The lock is held. A superseded update that left no tombstone (see
 // [Mailbox.Retain]) and that the history still shows gets one now, saying
-// it was acknowledged, so that it shows in that state from then on; the
+// it was acknowledged, so that it shows in that state from then on (such
+// tombstones are bounded by the sender's share of the history). The
 // history is looked at only for receipts the file and the tombstones do
-// not know.
-func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) (int, error) {
+// not know, and a history that cannot be read only leaves those alone.
+func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) int {
 	n := 0
 	live := make(map[Receipt]bool, len(d.records))
 	for i := range d.records {
@@ -567,11 +565,12 @@ func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) (int, error)
 	}
 	retire(d)
 	if len(rest) == 0 {
-		return n, nil
+		return n
 	}
 	now := m.nowMS()
 	if err := m.hist.refresh(now); err != nil {
-		return 0, err
+		m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
+		return n
 	}
 	for _, rc := range rest {
 		e, ok := m.hist.index[rc]
@@ -580,7 +579,8 @@ func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) (int, error)
 		}
 		r, ok, err := m.hist.record(rc, e)
 		if err != nil {
-			return 0, err
+			m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
+			return n
 		}
 		if ok {
 			r.State = StateAcknowledged
@@ -588,7 +588,7 @@ func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) (int, error)
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // clearCovered removes the notice of d when none of the messages it covers
