@@ -119,7 +119,7 @@ type Notice struct {
 // unread: enough to recognise a redelivered copy (sender and msg_id), to
 // know when the copy could no longer pass the trust gate (the signed
 // time), and, for progress, enough to keep coalescing late updates. The
-// text is gone.
+// text is in the history, if anywhere (see [Mailbox.History]).
 type Tombstone struct {
 	Sender string
 	MsgID  string
