@@ -214,13 +214,18 @@ func (m *Mailbox) FindReceipt(rc Receipt) (Found, bool, error) {
 }
 
 func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
-	err = m.view(func(d *document) error {
-		for i := range d.records {
-			if match(d.records[i].Receipt()) {
-				f, ok = Found{Record: d.records[i], Text: true}, true
-				return nil
-			}
+	// Unread records first, without the lock, as [Mailbox.Receive] reads
+	// them: a damaged tombstone log or history does not hide them.
+	d, err := m.read()
+	if err != nil {
+		return Found{}, false, err
+	}
+	for i := range d.records {
+		if match(d.records[i].Receipt()) {
+			return Found{Record: d.records[i], Text: true}, true, nil
 		}
+	}
+	err = m.view(func(d *document) error {
 		now := m.nowMS()
 		for i := range d.legacy {
 			if r := &d.legacy[i]; match(r.Receipt()) && !expiredAt(r.Message.TS, now) {

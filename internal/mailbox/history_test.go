@@ -560,3 +560,20 @@ func FuzzDecodeHistLine(f *testing.F) {
 		}
 	})
 }
+
+// An unread message is found as Receive finds it, without the lock, so a
+// damaged tombstone log does not hide it; what only the log and the
+// history know then comes with the error.
+func TestFindUnreadBesideADamagedLog(t *testing.T) {
+	f := newFixture(t)
+	f.retain(t, msg{id: "unread"})
+	if err := os.WriteFile(f.logPath(), []byte("{\"sender\":\"x\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if found, ok, err := f.mb.Find("unread"); err != nil || !ok || found.Record.Message.Text != "body of unread" {
+		t.Errorf("Find(unread) = %+v, %v, %v", found, ok, err)
+	}
+	if _, _, err := f.mb.Find("other"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Find(other) = %v, want ErrCorrupt", err)
+	}
+}
