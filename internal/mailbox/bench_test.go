@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -135,7 +136,9 @@ func BenchmarkReserveQuiet4096(b *testing.B) {
 // run, one operation on each in turn so that a change of the machine's
 // load falls on both: "empty" starts with nothing; "share-full" starts
 // with a log that holds a whole share of tombstones ([MaxTombstones]) of
-// another sender, as a flood leaves it. It reports the messages per second
+// another sender, as a flood leaves it, and a history that holds that
+// sender's whole share of the day ([MaxHistoryLines] messages). It reports
+// the messages per second
 // of each and full/empty, their ratio. The files live in memory-backed
 // storage where the system has it, so that what the mailbox does, not the
 // disk's fsync, is measured.
@@ -152,8 +155,12 @@ func BenchmarkIntake(b *testing.B) {
 		f.mb = f.open(b)
 		if i == 1 {
 			writeLog(b, f, f.alice, "flood", MaxTombstones, baseTime)
+			writeHistory(b, f, f.alice, "flood", MaxHistoryLines)
 		}
 		if _, err := f.mb.Tombstones(); err != nil { // the log read once, as by a running server
+			b.Fatal(err)
+		}
+		if _, err := f.mb.History("alice", 1, false); err != nil { // and the history
 			b.Fatal(err)
 		}
 		sides[i] = &side{f: f, tmpl: f.message(b, msg{from: f.bob, id: "tmpl"})}
@@ -179,4 +186,100 @@ func BenchmarkIntake(b *testing.B) {
 	b.ReportMetric(empty, "empty-msgs/s")
 	b.ReportMetric(full, "full-msgs/s")
 	b.ReportMetric(full/empty, "full/empty")
+}
+
+// writeHistory writes n history lines of acknowledged messages from the
+// signer from, with msg_ids prefix-000000 on, into the history file of
+// the day of baseTime, as the mailbox would have appended them.
+func writeHistory(tb testing.TB, f *fixture, from *identity.Signer, prefix string, n int) {
+	tb.Helper()
+	m := f.message(tb, msg{from: from, id: "x", text: "a message of about one line of prose, like most are"})
+	var buf []byte
+	for i := range n {
+		r := Record{Message: m, Peer: f.peerOf(m), State: StateAcknowledged}
+		r.Message.MsgID = fmt.Sprintf("%s-%06d", prefix, i)
+		var err error
+		if buf, err = appendHistLine(buf, &r); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := statefile.WriteAtomic(filepath.Join(f.histDir(), dayOf(m.TS)+".jsonl"), buf); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkCommitBeside4000Read is the mailbox's part of sending to a
+// session that has read 4,000 messages that day: Retain of a new message,
+// a locked change with fsync, next to the same on an empty mailbox. The
+// 4,000 are retained and acknowledged through the mailbox, so their
+// tombstones and history lines are as a running session leaves them. One
+// Retain on each in turn, so that a change of the machine's load falls on
+// both, each first every other time; every 45 the unread records are
+// dropped again (untimed). It
+// reports the mean of each in µs and read/empty, their ratio. The files
+// live in memory-backed storage where the system has it, so that what the
+// mailbox does, not the disk's fsync, is measured.
+func BenchmarkCommitBeside4000Read(b *testing.B) {
+	const read = 4000
+	type side struct {
+		f    *fixture
+		tmpl identity.Message
+		took time.Duration
+	}
+	sides := make([]*side, 2)
+	for i := range sides {
+		f := newFixture(b)
+		f.root = memoryDir(b)
+		f.mb = f.open(b)
+		s := &side{f: f, tmpl: f.message(b, msg{from: f.bob, id: "tmpl"})}
+		if i == 1 {
+			for j := 0; j < read; j += 100 {
+				receipts := make([]Receipt, 0, 100)
+				for k := j; k < j+100; k++ {
+					m := s.tmpl
+					m.MsgID = fmt.Sprintf("read-%06d", k)
+					if _, err := f.mb.Retain(bg, m, "bob"); err != nil {
+						b.Fatal(err)
+					}
+					receipts = append(receipts, receipt(m))
+				}
+				if n, err := f.mb.Acknowledge(receipts); err != nil || n != 100 {
+					b.Fatalf("Acknowledge = %d, %v", n, err)
+				}
+			}
+			if h, err := f.mb.History("bob", 0, false); err != nil || len(h) != read {
+				b.Fatalf("History = %d records, %v; want %d", len(h), err, read)
+			}
+		}
+		if err := statefile.WriteAtomic(f.mb.Path(), []byte(`{"records":[],"notice":null}`)); err != nil {
+			b.Fatal(err)
+		}
+		sides[i] = s
+	}
+	n, unread := 0, 0
+	for b.Loop() {
+		if unread == 45 {
+			for _, s := range sides {
+				if err := statefile.WriteAtomic(s.f.mb.Path(), []byte(`{"records":[],"notice":null}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			unread = 0
+		}
+		for i := range sides {
+			s := sides[(i+n)%2] // each goes first every other time
+			m := s.tmpl
+			m.MsgID = fmt.Sprintf("m-%08d", n)
+			start := time.Now()
+			if added, err := s.f.mb.Retain(bg, m, "bob"); err != nil || !added {
+				b.Fatalf("Retain = %v, %v", added, err)
+			}
+			s.took += time.Since(start)
+		}
+		n++
+		unread++
+	}
+	b.ReportMetric(float64(sides[0].took.Microseconds())/float64(n), "empty-µs")
+	b.ReportMetric(float64(sides[1].took.Microseconds())/float64(n), "read-µs")
+	b.ReportMetric(float64(sides[1].took)/float64(sides[0].took), "read/empty")
 }

@@ -31,7 +31,23 @@
 // appends before it. Each Mailbox reads the log incrementally, only what
 // was appended since its last look, and in full after a rewrite. A file
 // of the earlier shape, which kept consumed records whole, is moved to the
-// log by the first change.
+// log (and their text to the history) by the first change.
+//
+// The text of a message that stops being unread, or arrives already
+// superseded, goes to the history: the folder <session>.history beside
+// the file, one file per UTC day of the signed time, <YYYY-MM-DD>.jsonl,
+// a line per message (the message as it arrived, its petname and its
+// state then), appended in the same locked change, before the tombstone.
+// A line is never rewritten; a later state (acknowledged after being
+// superseded) is the tombstone's. A day's file is removed whole once
+// every message it can hold has left the replay window, by the first
+// change or read of the history after that, under the lock. So
+// [Mailbox.History], [Mailbox.Find] and [Mailbox.FindReceipt] show
+// received messages in any state for the window, while storing a new
+// message writes neither log. The history only shows: the records and
+// the tombstones alone decide which messages are new, and a history that
+// is missing, damaged or cannot be written changes nothing else (a line
+// that cannot be read is skipped, a failed write is logged).
 //
 // Every change is one locked read-modify-write: take the lock, re-read the
 // file, change it, append its tombstones, replace the file atomically (see
@@ -86,4 +102,14 @@
 // Retain fails with [ErrFull] and the caller leaves the message on the
 // broker. Unread records are never evicted. Acknowledgements and notice
 // changes are not capped, so a full mailbox can always be drained.
+//
+// The history is bounded per sender and UTC day: [MaxHistoryLines]
+// messages and [MaxHistoryBytes] bytes of lines. The text of a further
+// message of that sender and day is not kept; its tombstone is written as
+// usual, and one marker line per sender and day says so ([Mailbox.NotKept]).
+// Only days that can still hold a message of the window have a file (the
+// day before, the day, and the next while clocks differ), so one sender
+// holds at most three days' share of the history at once, whatever it
+// sends: distinct messages, updates superseded at once, or updates that
+// arrive superseded.
 package mailbox

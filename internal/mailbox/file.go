@@ -119,7 +119,7 @@ type Notice struct {
 // unread: enough to recognise a redelivered copy (sender and msg_id), to
 // know when the copy could no longer pass the trust gate (the signed
 // time), and, for progress, enough to keep coalescing late updates. The
-// text is gone.
+// text is in the history, if anywhere (see [Mailbox.History]).
 type Tombstone struct {
 	Sender string
 	MsgID  string
@@ -165,14 +165,19 @@ type document struct {
 	records []Record // unread records, in arrival order
 	notice  *Notice
 	// legacy holds what a file of the earlier shape kept as consumed or
-	// superseded records; the next write moves them to the tombstone log.
-	legacy []Tombstone
+	// superseded records; the next write moves them to the tombstone log
+	// and their text to the history.
+	legacy []Record
 
 	// tombs is the tombstone log; set only under the file lock, and only
 	// read through it. added collects the tombstones a change adds or
 	// updates, appended to the log before the file is written.
 	tombs *tombLog
 	added []Tombstone
+	// retired collects the records a change takes out of the unread ones
+	// (or admits already superseded), for the history, which keeps their
+	// text; see [histLog].
+	retired []Record
 
 	// admitted is the sender whose new message the change admits, as a
 	// record (then admittedRecord is set) or as a tombstone; empty when
@@ -423,7 +428,7 @@ func decodeDocument(data []byte) (document, error) {
 		if !r.Unread() {
 			// Files written before tombstones, or by the original
 			// implementation, keep consumed and superseded records whole.
-			d.legacy = append(d.legacy, tombstoneOf(&r))
+			d.legacy = append(d.legacy, r)
 			continue
 		}
 		d.records = append(d.records, r)

@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,8 +57,10 @@ type Mailbox struct {
 	newID    func() (string, error)
 	log      *slog.Logger
 
-	// tombs is the tombstone log; guarded by the file lock, not by mu.
+	// tombs is the tombstone log and hist the history; guarded by the
+	// file lock, not by mu.
 	tombs *tombLog
+	hist  *histLog
 
 	// last is the file as this Mailbox last read or wrote it: a file with
 	// the same bytes decodes to the same document, so decoding it again
@@ -101,6 +102,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	return &Mailbox{
 		path:     path,
 		tombs:    newTombLog(statefile.LockPath(path, "tombstones.jsonl")),
+		hist:     newHistLog(statefile.LockPath(path, "history"), o.Logger),
 		lockPath: statefile.LockPath(path, "lock"),
 		now:      o.Now,
 		newID:    o.NewID,
@@ -172,14 +174,22 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 	// records the log already has (see above).
 	migrate := len(d.legacy) > 0
 	if migrate {
-		if err := m.tombs.add(d.legacy); err != nil {
+		tombs := make([]Tombstone, len(d.legacy))
+		for i := range d.legacy {
+			tombs[i] = tombstoneOf(&d.legacy[i])
+		}
+		if err := m.tombs.add(tombs); err != nil {
 			return err
 		}
+		d.retired = append(d.retired, d.legacy...)
 		d.legacy = nil
 	}
 	n := len(d.records)
 	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
 		_, gone := m.tombs.get(r.Receipt())
+		if gone {
+			d.retired = append(d.retired, r)
+		}
 		return gone
 	})
 	migrate = migrate || len(d.records) != n
@@ -189,6 +199,7 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 		return err
 	}
 	if !changed && !migrate && len(d.added) == 0 {
+		m.keep(d.retired)
 		return nil
 	}
 	if admit && len(d.records) > MaxRecords {
@@ -210,6 +221,7 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 	if err != nil {
 		return fmt.Errorf("mailbox: encode: %w", err)
 	}
+	m.keep(d.retired)
 	if err := m.tombs.add(d.added); err != nil {
 		return err
 	}
@@ -221,6 +233,21 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 	}
 	m.last.Put(data, d)
 	return nil
+}
+
+// keep writes the text of records that stopped being unread to the
+// history, before their tombstones are appended: a crash in between
+// leaves a history line for a message still unread, which shows the
+// unread record while it is one, and nothing is lost. The history only
+// shows, so failing to write it stops neither intake nor acknowledging:
+// the failure is logged and the text of those records is not kept.
+func (m *Mailbox) keep(recs []Record) {
+	if len(recs) == 0 {
+		return
+	}
+	if err := m.hist.add(recs, m.nowMS()); err != nil {
+		m.log.Warn("mailbox: history not written; the text of consumed messages is not kept", "err", err)
+	}
 }
 
 // share checks that the sender d.admitted stays within its share after
@@ -334,12 +361,15 @@ func (m *Mailbox) Retain(ctx context.Context, msg identity.Message, peer string)
 			d.records = append(d.records, rec)
 			d.admittedRecord = true
 		case rec.covered:
-			// Nothing to keep: see above. Earlier updates it superseded
-			// are covered by the same message.
+			// No tombstone: see above. Earlier updates it superseded
+			// are covered by the same message. The history shows it,
+			// superseded, as it shows every message of the window.
 			retire(d)
+			d.retired = append(d.retired, rec)
 			return len(d.added) > 0, nil
 		default:
 			d.added = append(d.added, tombstoneOf(&rec))
+			d.retired = append(d.retired, rec)
 		}
 		d.admitted = msg.From
 		added = true
@@ -411,8 +441,9 @@ func coalesce(d *document, in *Record) {
 }
 
 // retire turns every record of d that is no longer unread into a
-// tombstone, keeping the order of the rest. A superseded record that its
-// successor covers (see [Mailbox.Retain]) leaves nothing.
+// tombstone, keeping the order of the rest, and hands it to the history.
+// A superseded record that its successor covers (see [Mailbox.Retain])
+// leaves no tombstone.
 func retire(d *document) {
 	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
 		if r.Unread() {
@@ -421,6 +452,7 @@ func retire(d *document) {
 		if !r.covered || r.State == StateAcknowledged {
 			d.added = append(d.added, tombstoneOf(&r))
 		}
+		d.retired = append(d.retired, r)
 		return true
 	})
 }
@@ -475,7 +507,8 @@ func (m *Mailbox) Tombstones() (out []Tombstone, err error) {
 
 // Acknowledge marks the messages named by receipts as consumed, superseded
 // ones included, and returns how many were not acknowledged before. A
-// consumed record becomes a tombstone: its text is gone from then on. Unknown and repeated receipts change nothing, so
+// consumed record becomes a tombstone, and its text moves to the history
+// (see [Mailbox.History]). Unknown and repeated receipts change nothing, so
 // acknowledging is idempotent, also across processes: two concurrent
 // acknowledgements of one record count it once in total.
 //
@@ -489,22 +522,7 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 	}
 	var n int
 	err := m.update(context.Background(), false, func(d *document) (bool, error) {
-		n = 0
-		for i := range d.records {
-			r := &d.records[i]
-			if r.State != StateAcknowledged && want[r.Receipt()] {
-				r.State = StateAcknowledged
-				n++
-			}
-		}
-		for r := range want {
-			if t, ok := d.tombs.get(r); ok && !t.Acknowledged {
-				t.Acknowledged = true
-				d.added = append(d.added, t)
-				n++
-			}
-		}
-		retire(d)
+		n = m.acknowledgeIn(d, want)
 		cleared := clearCovered(d)
 		return n > 0 || cleared, nil
 	})
@@ -512,6 +530,65 @@ func (m *Mailbox) Acknowledge(receipts []Receipt) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// acknowledgeIn marks the messages of d named in want as acknowledged, as
+// [Mailbox.Acknowledge] describes, and returns how many were not before.
+// The lock is held. A superseded update that left no tombstone (see
+// [Mailbox.Retain]) and that the history still shows gets one now, saying
+// it was acknowledged, so that it shows in that state from then on (such
+// tombstones are bounded by the sender's share of the history). The
+// history is looked at only for receipts the file and the tombstones do
+// not know, and a history that cannot be read only leaves those alone.
+func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) int {
+	n := 0
+	live := make(map[Receipt]bool, len(d.records))
+	for i := range d.records {
+		r := &d.records[i]
+		live[r.Receipt()] = true
+		if r.State != StateAcknowledged && want[r.Receipt()] {
+			r.State = StateAcknowledged
+			n++
+		}
+	}
+	var rest []Receipt
+	for r := range want {
+		t, ok := d.tombs.get(r)
+		switch {
+		case ok && !t.Acknowledged:
+			t.Acknowledged = true
+			d.added = append(d.added, t)
+			n++
+		case !ok && !live[r]:
+			rest = append(rest, r)
+		}
+	}
+	retire(d)
+	if len(rest) == 0 {
+		return n
+	}
+	now := m.nowMS()
+	if err := m.hist.refresh(now); err != nil {
+		m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
+		return n
+	}
+	for _, rc := range rest {
+		e, ok := m.hist.index[rc]
+		if !ok || expiredAt(e.ts, now) || e.supersededBy == "" {
+			continue
+		}
+		r, ok, err := m.hist.record(rc, e)
+		if err != nil {
+			m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
+			return n
+		}
+		if ok {
+			r.State = StateAcknowledged
+			d.added = append(d.added, tombstoneOf(&r))
+			n++
+		}
+	}
+	return n
 }
 
 // clearCovered removes the notice of d when none of the messages it covers
@@ -531,70 +608,4 @@ func clearCovered(d *document) bool {
 	}
 	d.notice = nil
 	return true
-}
-
-// History returns the inbound half of the conversation with peer: every
-// unread record whose stored petname equals peer (consumed and superseded
-// messages are tombstones, without text), sorted by message timestamp and then msg_id, newest
-// last, keeping the last limit of them; limit <= 0 means all.
-//
-// With consume set, exactly the returned records are acknowledged in the
-// same locked step (and the notice is cleared as by [Mailbox.Acknowledge]),
-// and the returned records show their new state.
-//
-// Outbound messages are not in the mailbox. A caller that merges them in
-// before applying the limit should call History with consume false and then
-// pass the receipts of the inbound records it kept to [Mailbox.Acknowledge].
-func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error) {
-	if !consume {
-		d, err := m.read()
-		if err != nil {
-			return nil, err
-		}
-		return history(d.records, peer, limit), nil
-	}
-	var out []Record
-	err := m.update(context.Background(), false, func(d *document) (bool, error) {
-		out = history(d.records, peer, limit)
-		kept := make(map[Receipt]bool, len(out))
-		for i := range out {
-			kept[out[i].Receipt()] = true
-			out[i].State = StateAcknowledged
-		}
-		changed := false
-		for i := range d.records {
-			r := &d.records[i]
-			if r.State != StateAcknowledged && kept[r.Receipt()] {
-				r.State = StateAcknowledged
-				changed = true
-			}
-		}
-		retire(d)
-		if clearCovered(d) {
-			changed = true
-		}
-		return changed, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// history selects and orders the records of peer as [Mailbox.History]
-// describes.
-func history(recs []Record, peer string, limit int) []Record {
-	var out []Record
-	for _, r := range recs {
-		if r.Peer == peer {
-			out = append(out, r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Record) int {
-		return cmp.Or(cmp.Compare(a.Message.TS, b.Message.TS), cmp.Compare(a.Message.MsgID, b.Message.MsgID))
-	})
-	if limit > 0 && len(out) > limit {
-		out = out[len(out)-limit:]
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
@@ -525,6 +526,9 @@ func TestRetainByteCap(t *testing.T) {
 	}
 }
 
+// History shows the inbound half of a conversation as the original does:
+// every message of the peer in any state, acknowledged and superseded
+// ones with their text and their label, sorted by signed time and msg_id.
 func TestHistory(t *testing.T) {
 	f := newFixture(t)
 	f.retain(t, msg{id: "b", ts: 2 * time.Second})
@@ -541,13 +545,23 @@ func TestHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sorted by ts then msg_id; acknowledged and superseded messages are
-	// tombstones without text, so they are left out.
-	if diff := cmp.Diff([]string{"a", "b", "u2"}, ids(got)); diff != "" {
+	type shown struct{ ID, Text, State, SupersededBy string }
+	var view []shown
+	for _, r := range got {
+		view = append(view, shown{r.Message.MsgID, r.Message.Text, string(r.State), r.SupersededBy})
+	}
+	want := []shown{
+		{"a", "body of a", "receiver_stored", ""},
+		{"b", "body of b", "receiver_stored", ""},
+		{"u1", "body of u1", "receiver_stored", "u2"},
+		{"q", "body of q", "receiver_acknowledged", ""},
+		{"u2", "body of u2", "receiver_stored", ""},
+	}
+	if diff := cmp.Diff(want, view); diff != "" {
 		t.Errorf("History (-want +got):\n%s", diff)
 	}
 	got, _ = f.mb.History("alice", 2, false)
-	if diff := cmp.Diff([]string{"b", "u2"}, ids(got)); diff != "" {
+	if diff := cmp.Diff([]string{"q", "u2"}, ids(got)); diff != "" {
 		t.Errorf("History limit 2 (-want +got):\n%s", diff)
 	}
 	if r := f.record(t, "b"); r.State != StateStored {
@@ -556,12 +570,30 @@ func TestHistory(t *testing.T) {
 	if got, _ := f.mb.History("carol", 0, false); len(got) != 0 {
 		t.Errorf("History(carol) = %v, want none", ids(got))
 	}
+	// Another process, which never saw these messages unread, shows the
+	// same.
+	other, err := f.open(t).History("alice", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ids(got), ids(other[len(other)-2:])); diff != "" || len(other) != len(want) {
+		t.Errorf("another process's History %v, want %v", ids(other), ids(got))
+	}
 }
 
+// consume acknowledges exactly the returned records, in whatever state
+// each is: an unread one becomes acknowledged, a superseded one keeps its
+// label, an acknowledged one stays so. The notice stays while messages it
+// covers remain unread, and a copy of a consumed message arriving after a
+// restart is not stored again.
 func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 	f := newFixture(t)
+	done := f.retain(t, msg{id: "done", ts: -time.Second})
+	f.mb.Acknowledge([]Receipt{receipt(done)})
+	f.retain(t, msg{id: "u1", task: "p", status: identity.StatusUpdate})
 	f.retain(t, msg{id: "q1", task: "t", status: identity.StatusNeedsInput})
-	f.retain(t, msg{id: "q2", task: "t", status: identity.StatusNeedsInput, ts: time.Second})
+	f.retain(t, msg{id: "u2", task: "p", status: identity.StatusUpdate, ts: time.Second})
+	q2 := f.retain(t, msg{id: "q2", task: "t", status: identity.StatusNeedsInput, ts: 2 * time.Second})
 	f.retain(t, msg{id: "bob1", from: f.bob, ts: 2 * time.Second})
 	n, err := f.mb.Reserve(bg)
 	if err != nil || n == nil {
@@ -576,15 +608,27 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 		t.Fatalf("History(limit 1, consume) = %+v, want q2 acknowledged", got)
 	}
 	unread, _ := f.mb.Receive(0)
-	if diff := cmp.Diff([]string{"q1", "bob1"}, ids(unread)); diff != "" {
+	if diff := cmp.Diff([]string{"q1", "bob1", "u2"}, ids(unread)); diff != "" {
 		t.Errorf("unread after consuming one (-want +got):\n%s", diff)
 	}
 	if f.notice(t) == nil {
 		t.Error("notice cleared while covered messages remain unread")
 	}
 
-	if _, err := f.mb.History("alice", 0, true); err != nil {
+	got, err = f.mb.History("alice", 0, true)
+	if err != nil {
 		t.Fatal(err)
+	}
+	labels := make(map[string]string)
+	for _, r := range got {
+		labels[r.Message.MsgID] = string(r.State) + "/" + r.SupersededBy
+	}
+	wantLabels := map[string]string{
+		"done": "receiver_acknowledged/", "u1": "receiver_acknowledged/u2", "q1": "receiver_acknowledged/",
+		"u2": "receiver_acknowledged/", "q2": "receiver_acknowledged/",
+	}
+	if diff := cmp.Diff(wantLabels, labels); diff != "" {
+		t.Errorf("History(consume) states (-want +got):\n%s", diff)
 	}
 	if _, err := f.mb.History("bob", 0, true); err != nil {
 		t.Fatal(err)
@@ -594,6 +638,18 @@ func TestHistoryConsumeAcknowledgesOnlyReturned(t *testing.T) {
 	}
 	if n := f.notice(t); n != nil {
 		t.Errorf("notice %+v survived consuming every covered message", n)
+	}
+	// What consuming left is what a fresh read shows.
+	again, _ := f.open(t).History("alice", 0, false)
+	if diff := cmp.Diff(got, again, cmp.AllowUnexported(Record{}), cmpopts.IgnoreFields(Record{}, "raw")); diff != "" {
+		t.Errorf("History after consuming (-returned +read again):\n%s", diff)
+	}
+	restarted := f.open(t)
+	if added, err := restarted.Retain(bg, q2, "alice"); err != nil || added {
+		t.Errorf("a copy of a consumed message after a restart = %v, %v; want it dropped", added, err)
+	}
+	if unread, _ := restarted.Receive(0); len(unread) != 0 {
+		t.Errorf("unread after the copy = %v", ids(unread))
 	}
 }
 

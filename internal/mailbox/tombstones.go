@@ -257,24 +257,7 @@ func (t *tombLog) add(tombs []Tombstone) error {
 
 // appendFile writes buf at offset, cutting off whatever lies beyond, and
 // syncs the file.
-func (t *tombLog) appendFile(buf []byte) (err error) {
-	f, err := os.OpenFile(t.path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if err := f.Truncate(t.offset); err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(buf, t.offset); err != nil {
-		return err
-	}
-	return f.Sync()
-}
+func (t *tombLog) appendFile(buf []byte) error { return appendAt(t.path, t.offset, buf) }
 
 // compactFloor is the fewest dead lines that make a compaction due.
 const compactFloor = 1024

@@ -71,9 +71,9 @@ func (mb Mailbox) Tools() []Tool {
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
 		), mb.receiveMessages),
 		Bound(mcp.NewTool("read_message",
-			mcp.WithDescription(fmt.Sprintf("Read one received message by its receipt, from a byte offset. A tool result shows at most "+
-				"%d bytes of a message's text and says when there is more; pass the receipt's sender and msg_id and the offset it gives "+
-				"to read on. Changes nothing; acknowledge the message as usual.", render.MaxText)),
+			mcp.WithDescription(fmt.Sprintf("Read one received message by its receipt, from a byte offset, in any state for 24 hours. "+
+				"A tool result shows at most %d bytes of a message's text and says when there is more; pass the receipt's sender and "+
+				"msg_id and the offset it gives to read on. Changes nothing; acknowledge the message as usual.", render.MaxText)),
 			mcp.WithString("sender", mcp.Required(), mcp.Description("Sender public key from the receipt.")),
 			mcp.WithString("msg_id", mcp.Required(), mcp.Description("msg_id from the receipt.")),
 			mcp.WithInteger("offset", mcp.Min(0), mcp.Max(math.MaxInt32), mcp.Description("Byte offset in the text to start at (default 0).")),
@@ -95,8 +95,8 @@ func (mb Mailbox) Tools() []Tool {
 		Bound(mcp.NewTool("conversation_history",
 			mcp.WithDescription("Recent messages with one peer, both directions, newest last. Read-only unless consume=true: "+
 				"pass it when you act on the returned messages so they are not delivered to you again. Received messages appear "+
-				"until they are acknowledged or superseded; after that only their receipt is kept. History cannot take back a notice "+
-				"the host already has."),
+				"in any state for 24 hours, each labelled with its state; superseded progress is labelled 'superseded by <msg_id>'. "+
+				"History cannot take back a notice the host already has."),
 			mcp.WithString("peer", mcp.Required(), mcp.Description("Petname, or 'self'.")),
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
 			mcp.WithBoolean("consume", mcp.Description("Acknowledge the returned received messages (default false).")),
@@ -140,18 +140,18 @@ type readArgs struct {
 }
 
 func (Mailbox) readMessage(_ context.Context, s *session.Session, a readArgs) (string, error) {
-	recs, err := s.Mailbox.Records()
+	f, ok, err := s.Mailbox.FindReceipt(mailbox.Receipt{Sender: a.Sender, MsgID: a.MsgID})
 	if err != nil {
 		return "", localState(err)
 	}
-	want := mailbox.Receipt{Sender: a.Sender, MsgID: a.MsgID}
-	for i := range recs {
-		if recs[i].Receipt() == want {
-			showing(s, recs[i:i+1])
-			return render.RecordFrom(&recs[i], int(a.Offset)), nil
-		}
+	switch {
+	case !ok:
+		return "", invalidf("no received message with that receipt is kept in the mailbox; pass sender and msg_id exactly as the receipt gives them")
+	case !f.Text:
+		return textlessLine(&f), nil
 	}
-	return "", invalidf("no received message with that receipt is kept in the mailbox; pass sender and msg_id exactly as the receipt gives them")
+	showing(s, []mailbox.Record{f.Record})
+	return render.RecordFrom(&f.Record, int(a.Offset)), nil
 }
 
 type acknowledgeArgs struct {
@@ -190,31 +190,19 @@ type statusArgs struct {
 }
 
 func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs) (string, error) {
-	recs, err := s.Mailbox.Records()
+	f, found, err := s.Mailbox.Find(a.MsgID)
 	if err != nil {
 		return "", localState(err)
 	}
 	// Both directions are shown when both know the id: a peer can reuse the
 	// id of a message it received, and must not hide the sent one's state.
 	var parts []string
-	for i := range recs {
-		if recs[i].Message.MsgID == a.MsgID {
-			showing(s, recs[i:i+1])
-			parts = append(parts, render.Record(&recs[i]))
-			break
-		}
-	}
-	if len(parts) == 0 {
-		tombs, err := s.Mailbox.Tombstones()
-		if err != nil {
-			return "", localState(err)
-		}
-		for i := range tombs {
-			if tombs[i].MsgID == a.MsgID {
-				parts = append(parts, tombstoneLine(&tombs[i]))
-				break
-			}
-		}
+	switch {
+	case found && f.Text:
+		showing(s, []mailbox.Record{f.Record})
+		parts = append(parts, render.Record(&f.Record))
+	case found:
+		parts = append(parts, textlessLine(&f))
 	}
 	e, ok, err := s.Outbox.Status(a.MsgID)
 	if err != nil {
@@ -229,15 +217,22 @@ func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs
 	return strings.Join(parts, "\n"), nil
 }
 
-// tombstoneLine renders what the mailbox keeps of a message that is no
-// longer unread: its state and receipt. The text is not kept.
-func tombstoneLine(t *mailbox.Tombstone) string {
-	label := string(t.State())
-	if t.SupersededBy != "" && !t.Acknowledged {
-		label = "superseded by " + t.SupersededBy
+// textlessLine renders what the mailbox keeps of a consumed or superseded
+// message whose text the history did not keep: its label, as
+// [render.Record] gives it, its receipt, and why the text is missing.
+func textlessLine(f *mailbox.Found) string {
+	r := &f.Record
+	label := string(r.State)
+	if r.SupersededBy != "" {
+		label = "superseded by " + r.SupersededBy
 	}
-	receipt, _ := json.Marshal(t.Receipt()) // two strings: cannot fail
-	return "[" + label + "] Receipt: " + string(receipt) + "\n(consumed or superseded: its text is no longer kept)"
+	receipt, _ := json.Marshal(r.Receipt()) // two strings: cannot fail
+	why := "(consumed or superseded; its text is not in the history)"
+	if f.NotKept {
+		why = fmt.Sprintf("(consumed or superseded; its text is not kept: that day its sender reached what the history keeps "+
+			"of one sender, %d messages or %d MiB)", mailbox.MaxHistoryLines, mailbox.MaxHistoryBytes>>20)
+	}
+	return "[" + render.AttrValue(label) + "] Receipt: " + string(receipt) + "\n" + why
 }
 
 // logLine renders an entry of the outbox's log.
@@ -303,7 +298,13 @@ func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a hist
 	for _, e := range sent {
 		items = append(items, historyItem{ts: e.TS, msgID: e.MsgID, out: &e})
 	}
-	recs, err := s.Mailbox.History(a.Peer, 0, false)
+	// The last limit of the merged list hold at most limit received
+	// messages, the newest.
+	recs, err := s.Mailbox.History(a.Peer, limit, false)
+	if err != nil {
+		return "", localState(err)
+	}
+	notKept, err := s.Mailbox.NotKept(a.Peer)
 	if err != nil {
 		return "", localState(err)
 	}
@@ -317,7 +318,17 @@ func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a hist
 	if len(items) > limit {
 		items = items[len(items)-limit:]
 	}
+	var note string
+	if len(notKept) > 0 {
+		note = fmt.Sprintf("[interlink] On %s the sender known as %s reached what the history keeps of one sender "+
+			"in a day (%d messages or %d MiB): its messages read or superseded after that are not shown here. "+
+			"message_status still gives their state.", strings.Join(notKept, ", "), render.AttrValue(a.Peer),
+			mailbox.MaxHistoryLines, mailbox.MaxHistoryBytes>>20)
+	}
 	if len(items) == 0 {
+		if note != "" {
+			return fmt.Sprintf("no history with %s\n%s", a.Peer, note), nil
+		}
 		return fmt.Sprintf("no history with %s", a.Peer), nil
 	}
 	// Rendered newest first, as consuming would leave them, so that the
@@ -356,6 +367,9 @@ func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a hist
 	if left > 0 {
 		lines = append(lines, fmt.Sprintf("[interlink] %d older messages are not shown, to keep this answer under %d KiB; "+
 			"none of them was consumed. Unread ones come with receive_messages.", left, MaxAnswer>>10))
+	}
+	if note != "" {
+		lines = append(lines, note)
 	}
 	lines = append(lines, shown...)
 	return strings.Join(lines, "\n"), nil
