@@ -84,7 +84,7 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 	}
 	hs := loopbackServer(h, logger)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, nil)) }()
+	go func() { served <- hs.Serve(bus.Listen(ln, nil)) }()
 	stop := func() error {
 		shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -102,14 +102,11 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 }
 
 // loopbackServer returns an HTTP server for h with the bus's connection
-// timeouts, logging its errors to logger at debug level.
+// rules, logging its errors to logger at debug level.
 func loopbackServer(h http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: bus.HeaderTimeout,
-		IdleTimeout:       bus.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
-	}
+	hs := bus.NewHTTPServer(h, nil)
+	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
+	return hs
 }
 
 // mustNotExist refuses a path that already exists, so that a benchmark never
