@@ -303,12 +303,12 @@ func TestCapacityLeavesFilesForTheRest(t *testing.T) {
 		{8192, 8128},
 		{1 << 40, maxCapacity},
 	} {
-		if got := capacityFor(tc.files); got != tc.want {
-			t.Errorf("capacityFor(%d) = %d, want %d", tc.files, got, tc.want)
+		if got := Capacity(tc.files); got != tc.want {
+			t.Errorf("Capacity(%d) = %d, want %d", tc.files, got, tc.want)
 		}
 	}
 	files, capacity, known := FileCapacity()
-	if known && capacity != capacityFor(files) || !known && capacity != UnknownCapacity {
+	if known && capacity != Capacity(files) || !known && capacity != UnknownCapacity {
 		t.Errorf("FileCapacity() = %d, %d, %v", files, capacity, known)
 	}
 }

@@ -14,9 +14,8 @@ const maxCapacity = 1 << 20
 // limit is unknown.
 const UnknownCapacity = 8192
 
-// FileCapacity returns the process's open-file limit and the capacity it
-// leaves for connections: the limit less 64 files kept for everything
-// else, or half the limit when that is more. known is false where the
+// FileCapacity returns the process's open-file limit and the [Capacity]
+// it leaves for connections. known is false where the
 // limit cannot be read; the capacity is then [UnknownCapacity].
 //
 // Go raises its soft limit to the hard limit when it starts, so on Unix
@@ -27,12 +26,13 @@ func FileCapacity() (files uint64, capacity int, known bool) {
 	if !known {
 		return 0, UnknownCapacity, false
 	}
-	return files, capacityFor(files), true
+	return files, Capacity(files), true
 }
 
-// capacityFor returns the capacity that an open-file limit of files
-// leaves for connections.
-func capacityFor(files uint64) int {
+// Capacity returns the capacity for connections that an open-file limit
+// of files leaves: the limit less 64 files kept for everything else, or
+// half the limit when that is more.
+func Capacity(files uint64) int {
 	c := max(files/2, files-min(files, fileReserve))
 	return int(max(min(c, maxCapacity), 1))
 }
