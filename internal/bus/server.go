@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
@@ -106,6 +107,7 @@ type Server struct {
 	waiters waiters
 	drops   dropLog
 	roster  roster
+	page    atomic.Pointer[renderedPage] // the status page last rendered
 
 	// Set by startShared at creation, for stores shared with other
 	// buses; nil otherwise. See shared.go.
