@@ -82,14 +82,14 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		}
 		return c.fail(exitError, fmt.Sprintf("listen on %s: %v", cfg.addr, err))
 	}
-	// The real address: with port 0 the system picked one.
-	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
 	files, maxConns, known := connlimit.FileCapacity()
 	if known {
 		log.Info("connection limit", "max", maxConns, "open_file_limit", files)
 	} else {
 		log.Info("connection limit", "max", maxConns, "open_file_limit", "unknown")
 	}
+	// The real address: with port 0 the system picked one.
+	log.Info("bus listening", "addr", ln.Addr().String(), "cap", cfg.queueCap)
 
 	conns := new(bus.ConnStats)
 	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns}
