@@ -49,7 +49,7 @@ const (
 	// header lines and the empty line that ends them. Larger headers get
 	// 431 and the connection is closed. Real requests, an agent's or a
 	// browser's, send well under 2 KiB.
-	MaxHeaderBytes = 16 << 10
+	MaxHeaderBytes = 8 << 10
 )
 
 // httpHeaderSlack is what Go's HTTP server reads for a request's headers
