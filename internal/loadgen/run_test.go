@@ -59,6 +59,12 @@ func TestValidate(t *testing.T) {
 		{"rounds for wake", Config{Mode: ModeWake, Rounds: 2}, "--rounds applies"},
 		{"rounds too short", Config{Rounds: 100, Duration: time.Second}, "too short"},
 		{"agentsend routes below senders", Config{Mode: ModeAgentSend, Senders: 3, Routes: 2}, "route per sender"},
+		{"stall", Config{Mode: ModeStall, BusCommand: []string{"interlink-bus"}, StallKinds: []string{"body", "poll"}}, ""},
+		{"stall without a bus command", Config{Mode: ModeStall}, "command"},
+		{"stall with url", Config{Mode: ModeStall, BusCommand: []string{"b"}, URL: "http://127.0.0.1:1"}, "process of its own"},
+		{"stall of an unknown kind", Config{Mode: ModeStall, BusCommand: []string{"b"}, StallKinds: []string{"storm"}}, "unknown stall kind"},
+		{"stall with too many conns", Config{Mode: ModeStall, BusCommand: []string{"b"}, Conns: 1 << 20}, "conns"},
+		{"conns outside stall", Config{Conns: 5}, "mode stall only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
