@@ -1,9 +1,11 @@
 package bus
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/connlimit"
@@ -50,6 +52,13 @@ const (
 	// 431 and the connection is closed. Real requests, an agent's or a
 	// browser's, send well under 2 KiB.
 	MaxHeaderBytes = 8 << 10
+	// MaxHeaderFields bounds the header lines of a request; more get 431
+	// and the connection is closed, before any handler runs. Go's HTTP
+	// server sizes its header map for the lines it sees coming, up to a
+	// thousand, so that 8 KiB of short lines would cost about 100 KiB
+	// for as long as the request is held. Agents send about five lines,
+	// browsers about fifteen.
+	MaxHeaderFields = 64
 )
 
 // httpHeaderSlack is what Go's HTTP server reads for a request's headers
@@ -69,7 +78,7 @@ const httpHeaderSlack = 4096
 func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	request := opts.requestTimeout()
 	return &http.Server{
-		Handler:           h,
+		Handler:           limitFields(h),
 		ReadHeaderTimeout: opts.headerTimeout(),
 		ReadTimeout:       request,
 		WriteTimeout:      request + AnswerTimeout,
@@ -77,6 +86,31 @@ func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 		MaxHeaderBytes:    MaxHeaderBytes - httpHeaderSlack,
 		ErrorLog:          slog.NewLogLogger(opts.logger().Handler(), slog.LevelWarn),
 	}
+}
+
+// limitFields answers 431 to a request with more than MaxHeaderFields
+// header lines, and closes its connection, instead of passing it to h.
+// Its memory is then let go at once rather than held while the request
+// lasts. The answer is the one the HTTP server and the screen give to
+// headers over MaxHeaderBytes.
+func limitFields(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := 0
+		for _, vv := range r.Header {
+			n += len(vv)
+		}
+		if n <= MaxHeaderFields {
+			h.ServeHTTP(w, r)
+			return
+		}
+		const body = "431 Request Header Fields Too Large"
+		hd := w.Header()
+		hd.Set("Content-Type", "text/plain; charset=utf-8")
+		hd.Set("Content-Length", strconv.Itoa(len(body)))
+		hd.Set("Connection", "close")
+		w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+		_, _ = io.WriteString(w, body)
+	})
 }
 
 // Listen wraps ln as the bus takes connections: at most [Options.MaxConns]

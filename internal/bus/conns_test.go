@@ -232,3 +232,47 @@ func TestFirstHeadersOfTheBoundAreServed(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestsWithTooManyHeaderLinesRefused: a request with more than
+// MaxHeaderFields header lines gets 431 at once and its connection is
+// closed, even if it promised a body it never sends, on a new connection
+// or a kept one; one with MaxHeaderFields lines is served.
+func TestRequestsWithTooManyHeaderLinesRefused(t *testing.T) {
+	lines := func(n int) string { return strings.Repeat("X-A: b\r\n", n) }
+	for _, tc := range []struct {
+		name string
+		kept bool
+		req  string
+		want int
+	}{
+		{"as many lines as allowed", false, "GET /healthz HTTP/1.1\r\nHost: bus\r\n" + lines(MaxHeaderFields) + "\r\n", 200},
+		{"one line too many", false, "GET /healthz HTTP/1.1\r\nHost: bus\r\n" + lines(MaxHeaderFields+1) + "\r\n", 431},
+		{"many lines and a body never sent", false, "POST /send HTTP/1.1\r\nHost: bus\r\nContent-Type: application/json\r\n" + lines(500) + "Content-Length: 100\r\n\r\n{", 431},
+		{"many distinct lines on a kept connection", true, "GET /roster HTTP/1.1\r\nHost: bus\r\n" + strings.Repeat("X-Many: b\r\nX-More: c\r\n", MaxHeaderFields) + "\r\n", 431},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := servePipes(t, New(newFakeStore(0), nil), nil)
+				c := l.dial()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if tc.kept {
+					io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n")
+					answerOf(t, br, time.Now())
+				}
+				start := time.Now()
+				go io.WriteString(c, tc.req)
+				resp, at := answerOf(t, br, start)
+				if resp.StatusCode != tc.want || at != 0 {
+					t.Errorf("answered %d after %v, want %d at once", resp.StatusCode, at, tc.want)
+				}
+				if tc.want == 431 {
+					if !resp.Close {
+						t.Error("the connection is kept after 431")
+					}
+					closedAfter(t, br)
+				}
+			})
+		})
+	}
+}

@@ -57,6 +57,7 @@ var stalledKinds = []stalledKind{
 	{name: "a body trickled to a route that does not read it", req: "POST /healthz HTTP/1.1\r\nHost: bus\r\n" + declared, trickle: true, want: 405},
 	{name: "a body trickled to a route that reads it", req: "POST /send HTTP/1.1\r\nHost: bus\r\nContent-Type: application/json\r\n" + declared, trickle: true, want: 408},
 	{name: "a pipelined request with a body declared", req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: bus\r\n" + declared, want: 404},
+	{name: "many header lines with a body declared", req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n" + strings.Repeat("X-A: b\r\n", 100) + declared, want: 431},
 	{name: "a kept connection in its second headers", first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n", want: 0},
 	{name: "a kept connection with a second body declared", first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: "GET /roster HTTP/1.1\r\nHost: bus\r\n" + declared, want: 200},
 }
