@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,40 +51,45 @@ func stallHeaders(n int, many bool) string {
 	return "X-Pad: " + strings.Repeat("a", n-len("X-Pad: \r\n")) + "\r\n"
 }
 
-// stallKinds are the kinds [ModeStall] measures, in order.
-var stallKinds = []stallKind{
-	{name: "headers", about: "a new connection stalled in its first headers",
-		req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n"},
-	{name: "body", about: "a send stalled after one byte of a 2 MiB body",
-		req: stallSend + "Content-Length: 2097152\r\n\r\n{"},
-	{name: "chunked", about: "a send whose chunked body never ends",
-		req: stallSend + "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n"},
-	{name: "getbody", about: "GET /healthz with a body declared and never sent",
-		req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n" + stallBody},
-	{name: "notfound", about: "an unknown path with a body declared and never sent",
-		req: "GET /nowhere HTTP/1.1\r\nHost: bus\r\n" + stallBody},
-	{name: "method", about: "a wrong method (405) with a body declared and never sent",
-		req: "DELETE /roster HTTP/1.1\r\nHost: bus\r\n" + stallBody},
-	{name: "kept", about: "a kept connection stalled in its second request's headers",
-		first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n"},
-	{name: "keptbody", about: "a kept connection stalled in its second request's body",
-		first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: stallSend + "Content-Length: 2097152\r\n\r\n{"},
-	{name: "bigheader", about: "a send with one header line near the header bound, stalled in its body",
-		req: stallSend + stallHeaders(bus.MaxHeaderBytes-256, false) + "Content-Length: 2097152\r\n\r\n{"},
-	{name: "manyheaders", about: "a send with short header lines up to near the header bound, stalled in its body",
-		req: stallSend + stallHeaders(bus.MaxHeaderBytes-256, true) + "Content-Length: 2097152\r\n\r\n{"},
-	{name: "hugeheader", about: "a new connection whose first headers hold a 1 MiB line that never ends",
-		req: "GET /healthz HTTP/1.1\r\nHost: bus\r\nX-Huge: " + strings.Repeat("a", 1<<20)},
-	{name: "idle", about: "a kept connection idle after one request",
-		first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n"},
-	{name: "poll", about: "a long-poll parked for two minutes (what agents do)",
-		req: "GET /recv?me=stall&timeout_ms=120000 HTTP/1.1\r\nHost: bus\r\n\r\n"},
+// stallKinds returns the kinds [ModeStall] measures, in order. They are
+// made when asked for: some requests are large, and every interlink-bus
+// links this package.
+func stallKinds() []stallKind {
+	return []stallKind{
+		{name: "headers", about: "a new connection stalled in its first headers",
+			req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n"},
+		{name: "body", about: "a send stalled after one byte of a 2 MiB body",
+			req: stallSend + "Content-Length: 2097152\r\n\r\n{"},
+		{name: "chunked", about: "a send whose chunked body never ends",
+			req: stallSend + "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n"},
+		{name: "getbody", about: "GET /healthz with a body declared and never sent",
+			req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n" + stallBody},
+		{name: "notfound", about: "an unknown path with a body declared and never sent",
+			req: "GET /nowhere HTTP/1.1\r\nHost: bus\r\n" + stallBody},
+		{name: "method", about: "a wrong method (405) with a body declared and never sent",
+			req: "DELETE /roster HTTP/1.1\r\nHost: bus\r\n" + stallBody},
+		{name: "kept", about: "a kept connection stalled in its second request's headers",
+			first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: "GET /healthz HTTP/1.1\r\nHost: bus\r\n"},
+		{name: "keptbody", about: "a kept connection stalled in its second request's body",
+			first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n", req: stallSend + "Content-Length: 2097152\r\n\r\n{"},
+		{name: "bigheader", about: "a send with one header line near the header bound, stalled in its body",
+			req: stallSend + stallHeaders(bus.MaxHeaderBytes-256, false) + "Content-Length: 2097152\r\n\r\n{"},
+		{name: "manyheaders", about: "a send with short header lines up to near the header bound, stalled in its body",
+			req: stallSend + stallHeaders(bus.MaxHeaderBytes-256, true) + "Content-Length: 2097152\r\n\r\n{"},
+		{name: "hugeheader", about: "a new connection whose first headers hold a 1 MiB line that never ends",
+			req: "GET /healthz HTTP/1.1\r\nHost: bus\r\nX-Huge: " + strings.Repeat("a", 1<<20)},
+		{name: "idle", about: "a kept connection idle after one request",
+			first: "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n"},
+		{name: "poll", about: "a long-poll parked for two minutes (what agents do)",
+			req: "GET /recv?me=stall&timeout_ms=120000 HTTP/1.1\r\nHost: bus\r\n\r\n"},
+	}
 }
 
 // StallKinds returns the names of the kinds [ModeStall] measures.
 func StallKinds() []string {
-	out := make([]string, len(stallKinds))
-	for i, k := range stallKinds {
+	kinds := stallKinds()
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
 		out[i] = k.name
 	}
 	return out
@@ -91,21 +97,17 @@ func StallKinds() []string {
 
 // stallKindsOf returns the kinds named in names, all of them for none.
 func stallKindsOf(names []string) ([]stallKind, error) {
+	all := stallKinds()
 	if len(names) == 0 {
-		return stallKinds, nil
+		return all, nil
 	}
 	var out []stallKind
 	for _, n := range names {
-		i := -1
-		for j, k := range stallKinds {
-			if k.name == n {
-				i = j
-			}
-		}
+		i := slices.IndexFunc(all, func(k stallKind) bool { return k.name == n })
 		if i < 0 {
 			return nil, fmt.Errorf("unknown stall kind %q (want %s)", n, strings.Join(StallKinds(), ", "))
 		}
-		out = append(out, stallKinds[i])
+		out = append(out, all[i])
 	}
 	return out, nil
 }
