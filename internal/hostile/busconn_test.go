@@ -369,14 +369,12 @@ func TestClientHoldingEveryConnectionCannotLockOthersOut(t *testing.T) {
 	}
 	// The other client is served, over connections of its own.
 	vc := clientFrom(victim)
-	var vconns []net.Conn
 	for i := range 10 {
 		c, err := victim.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		vconns = append(vconns, c)
 		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: bus\r\n\r\n"); err != nil {
 			t.Fatal(err)
 		}
