@@ -53,11 +53,11 @@ const (
 	// browser's, send well under 2 KiB.
 	MaxHeaderBytes = 8 << 10
 	// MaxHeaderFields bounds the header lines of a request; more get 431
-	// and the connection is closed, before any handler runs. Go's HTTP
-	// server sizes its header map for the lines it sees coming, up to a
-	// thousand, so that 8 KiB of short lines would cost about 100 KiB
-	// for as long as the request is held. Agents send about five lines,
-	// browsers about fifteen.
+	// and the connection is closed, before the request is routed
+	// ([RefuseManyHeaderFields]). Go's HTTP server sizes its header map
+	// for the lines it sees coming, up to a thousand, so that 8 KiB of
+	// short lines would cost about 100 KiB for as long as the request is
+	// held. Agents send about five lines, browsers about fifteen.
 	MaxHeaderFields = 64
 )
 
@@ -78,7 +78,7 @@ const httpHeaderSlack = 4096
 func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	request := opts.requestTimeout()
 	return &http.Server{
-		Handler:           limitFields(h),
+		Handler:           h,
 		ReadHeaderTimeout: opts.headerTimeout(),
 		ReadTimeout:       request,
 		WriteTimeout:      request + AnswerTimeout,
@@ -88,29 +88,36 @@ func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	}
 }
 
-// limitFields answers 431 to a request with more than MaxHeaderFields
-// header lines, and closes its connection, instead of passing it to h.
-// Its memory is then let go at once rather than held while the request
-// lasts. The answer is the one the HTTP server and the screen give to
-// headers over MaxHeaderBytes.
-func limitFields(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := 0
-		for _, vv := range r.Header {
-			n += len(vv)
-		}
-		if n <= MaxHeaderFields {
-			h.ServeHTTP(w, r)
-			return
-		}
-		const body = "431 Request Header Fields Too Large"
-		hd := w.Header()
-		hd.Set("Content-Type", "text/plain; charset=utf-8")
-		hd.Set("Content-Length", strconv.Itoa(len(body)))
-		hd.Set("Connection", "close")
-		w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
-		_, _ = io.WriteString(w, body)
-	})
+// tooLargeBody is the body of every 431 answer, the HTTP server's own.
+const tooLargeBody = "431 Request Header Fields Too Large"
+
+// RefuseManyHeaderFields answers 431 to a request with more than
+// [MaxHeaderFields] header lines, and closes its connection, so that what
+// its headers cost is let go at once rather than held while the request
+// lasts; it reports whether it did. The answer is the one the HTTP server
+// and the screen give to headers over [MaxHeaderBytes]. Every handler that
+// serves requests from the network calls it first: the bus's, and the
+// metrics' in front of it for its own path.
+//
+// It is not a handler wrapping the others: a wrapper's frame would stay
+// on the stack of every request, and one more frame under a handler
+// waiting for a body doubles that goroutine's stack, 4 KiB more for each
+// connection stalled there.
+func RefuseManyHeaderFields(w http.ResponseWriter, r *http.Request) bool {
+	n := 0
+	for _, vv := range r.Header {
+		n += len(vv)
+	}
+	if n <= MaxHeaderFields {
+		return false
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/plain; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(tooLargeBody)))
+	hd.Set("Connection", "close")
+	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+	_, _ = io.WriteString(w, tooLargeBody)
+	return true
 }
 
 // Listen wraps ln as the bus takes connections: at most [Options.MaxConns]

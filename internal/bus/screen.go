@@ -23,7 +23,7 @@ var errHeadersTooLarge = errors.New("request headers too large")
 // to headers over its limit, so that a client sees the same whichever of
 // the two refused it.
 const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n" +
-	"Connection: close\r\n\r\n431 Request Header Fields Too Large"
+	"Connection: close\r\n\r\n" + tooLargeBody
 
 // ScreenHeaders wraps ln so that a new connection reaches the HTTP server
 // only once its first request's headers have arrived whole. Until then the

@@ -183,6 +183,9 @@ var endpoints = map[string]endpoint{
 
 // ServeHTTP routes a request to its endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if RefuseManyHeaderFields(w, r) {
+		return
+	}
 	ep, ok := endpoints[r.URL.Path]
 	if !ok {
 		s.fail(w, errNotFound)

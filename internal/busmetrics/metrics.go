@@ -188,6 +188,9 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveMetrics serves GET and HEAD of [Path].
 func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if bus.RefuseManyHeaderFields(w, r) {
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		w.Header().Set("Content-Type", "application/json")

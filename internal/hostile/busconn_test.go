@@ -264,6 +264,9 @@ func TestLargeAnswerNobodyReadsIsCutOff(t *testing.T) {
 	if _, err := io.WriteString(c, strings.Repeat("GET /roster HTTP/1.1\r\nHost: bus\r\n\r\n", 4)); err != nil {
 		t.Fatal(err)
 	}
+	testutil.Eventually(t, 10*time.Second, "the bus to take the connection", func() bool {
+		return conns.Limit().Open() == 1
+	})
 	testutil.Eventually(t, 60*time.Second, "the bus to close the connection nobody reads", func() bool {
 		return conns.Limit().Open() == 0
 	})
