@@ -72,7 +72,7 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit
 #
 # LimitNOFILE bounds the files the bus may open, and so its connections:
 # it keeps 64 for itself and takes at most {{.MaxConns}} connections at
-# once, about 20 KiB of memory each at most while they last. When all are
+# once, each costing it 16 to 40 KiB of memory while it lasts. When all are
 # taken, a client holding fewer takes the place of the oldest connection
 # of the client holding the most, so one client with many connections
 # cannot lock the others out. Raise it for a bus with more sessions; the
