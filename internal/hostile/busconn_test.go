@@ -145,7 +145,7 @@ func awaitCutOff(c net.Conn, br *bufio.Reader, k stalledKind, limit time.Duratio
 }
 
 // checkCutOff opens n connections of each stalled kind to the bus at
-// base, and checks that within limit every one is answered as its kind
+// base, the kinds side by side, and checks that within limit every one is answered as its kind
 // says and closed, and that the bus then still serves.
 func checkCutOff(t *testing.T, base string, kinds []stalledKind, n int, limit time.Duration) {
 	addr := strings.TrimPrefix(base, "http://")
@@ -203,7 +203,6 @@ func TestBusProcessCutsOffRequestsWhoseBodyNeverComes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out the bus's 30 s request deadline")
 	}
-	t.Parallel()
 	p := startBusProcess(t)
 	var kinds []stalledKind
 	for _, k := range stalledKinds {
@@ -231,7 +230,6 @@ func TestLargeAnswerNobodyReadsIsCutOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out an answer's 10 s deadline")
 	}
-	t.Parallel()
 	conns := new(bus.ConnStats)
 	base := bustest.Start(t, &bustest.Options{RequestTimeout: time.Second, Conns: conns})
 	// About 6 MiB of roster.
@@ -416,7 +414,6 @@ func headersOfSize(n int) string {
 // connection) or Go's HTTP server alone (a kept connection), and whether
 // they are one long line or many short ones; headers of the bound pass.
 func TestBusProcessBoundsHeaderBytesOnce(t *testing.T) {
-	t.Parallel()
 	p := startBusProcess(t)
 	addr := strings.TrimPrefix(p.base, "http://")
 	long := "GET /healthz HTTP/1.1\r\nHost: bus\r\nX-Long: " + strings.Repeat("a", 1<<20) + "\r\n\r\n"
@@ -481,7 +478,6 @@ func startBusWithFiles(tb testing.TB, files int) *busProcess {
 // stalled with a body declared to a route that never reads it: another
 // client is still served at once, and the bus says what its limit allows.
 func TestBusWithFewFilesServesOthersWhileOneClientHoldsMany(t *testing.T) {
-	t.Parallel()
 	victim := dialFrom(t, "127.0.0.2")
 	raiseFileLimit(t, 1000)
 	p := startBusWithFiles(t, 256)
