@@ -27,8 +27,8 @@
 // framework: 400 for malformed JSON or a bad query, 422 for valid JSON of
 // the wrong shape, 413 for bodies over [MaxBodyBytes], 415 for a content
 // type other than JSON, 404 and 405 for unknown paths and methods. A
-// request that is not complete [DefaultRequestTimeout] after its first
-// byte gets 408 (or, if its route reads no body, that route's answer) and
+// request that is not complete [DefaultRequestTimeout] after it started
+// gets 408 (or, if its route reads no body, that route's answer) and
 // its connection is closed; headers over [MaxHeaderBytes] or
 // [MaxHeaderFields] lines get 431. Serve a [Server] with [NewHTTPServer]
 // on a listener from [Listen], which apply these connection rules.
