@@ -13,8 +13,9 @@ import (
 
 // Connection rules of the bus: how long a request and its answer may take,
 // how large its headers may be, and how many connections are open at once.
-// [NewHTTPServer] and [Listen] apply them; every bus is served through
-// both.
+// [NewHTTPServer] and [Listen] apply them, and every bus is served through
+// both; the bound on header lines is the handlers' own
+// ([RefuseManyHeaderFields]).
 //
 // Deadlines bound every request, whatever its route, its status, or what
 // its handler reads, because they are set on the connection by the HTTP
