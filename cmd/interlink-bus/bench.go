@@ -48,7 +48,7 @@ Target:
 
 Load:
     --mode MODE        roundtrip (default), pipeline, wake, floor, fill,
-                       full, boltfloor or agentsend; see below
+                       full, boltfloor, agentsend or stall; see below
     --senders N        concurrent senders (default 1)
     --receivers N      pipeline: receivers, each polling a route of its own
                        (default 1)
@@ -80,6 +80,13 @@ Load:
                        spells of other load on a shared machine (default 1)
     --fill-routes N    preload N routes ...
     --fill-msgs M      ... with M messages each before measuring
+    --conns N          stall: connections stalled of each kind (default 600)
+    --stall KINDS      stall: the kinds to measure, separated by commas
+                       (default all): headers, body, chunked, getbody,
+                       notfound, method, kept, keptbody, bigheader,
+                       manyheaders, hugeheader, idle, poll
+    --bus-bin PATH     stall: the interlink-bus to start and measure
+                       (default: this program)
     --log-level LEVEL  log of the in-process bus and progress notes, on
                        stderr (default warn)
     -h, --help         show this help
@@ -103,6 +110,11 @@ Modes:
     agentsend  each sender is an agent's relay client sending one message
                after the other, while the same client long-polls and acks
                the route as an agent does; an operation is one send
+    stall      for each kind of stalled connection, start this program (or
+               --bus-bin) as a bus of its own, read its memory (Linux),
+               open --conns connections stalled that way, read its memory
+               again: rss_before is the idle bus, rss_after the bus
+               holding them, per_conn the difference for one connection
 
 Every line reports dials_per_op, the TCP connections the load opened per
 operation.
@@ -141,7 +153,7 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
-	var mode, queueCap, queueBytes, totalBytes, logLevel string
+	var mode, queueCap, queueBytes, totalBytes, logLevel, stall, busBin string
 	fset.StringVar(&cfg.URL, "url", "", "")
 	fset.BoolVar(&cfg.AllowRemote, "allow-remote", false, "")
 	fset.IntVar(&cfg.BusPID, "bus-pid", 0, "")
@@ -167,6 +179,9 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.BoolVar(&cfg.WithFloor, "with-floor", false, "")
 	fset.IntVar(&cfg.FillRoutes, "fill-routes", 0, "")
 	fset.IntVar(&cfg.FillMsgs, "fill-msgs", 0, "")
+	fset.IntVar(&cfg.Conns, "conns", 0, "")
+	fset.StringVar(&stall, "stall", "", "")
+	fset.StringVar(&busBin, "bus-bin", "", "")
 	fset.StringVar(&logLevel, "log-level", "warn", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -182,6 +197,22 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 		return usageErr(fmt.Sprintf("unexpected argument %q", fset.Arg(0)))
 	}
 	cfg.Mode = loadgen.Mode(strings.ToLower(mode))
+	if stall != "" {
+		cfg.StallKinds = strings.Split(stall, ",")
+	}
+	switch {
+	case cfg.Mode != loadgen.ModeStall && busBin != "":
+		return usageErr("--bus-bin applies to mode stall only")
+	case cfg.Mode == loadgen.ModeStall && busBin != "":
+		cfg.BusCommand = []string{busBin}
+	case cfg.Mode == loadgen.ModeStall:
+		// Each kind is measured against a new process of this binary.
+		self, err := selfPath()
+		if err != nil {
+			return cfg, 0, c.fail(exitError, fmt.Sprintf("bench: cannot tell where this program is: %v", err)), false
+		}
+		cfg.BusCommand = []string{self}
+	}
 	if queueCap != "" {
 		n, err := parseQueueCap(queueCap)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/cmdline"
+	"github.com/interlink-go/interlink/internal/connlimit"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/version"
 )
@@ -85,6 +86,12 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		}
 		return c.fail(exitError, fmt.Sprintf("listen on %s: %v", cfg.addr, err))
 	}
+	files, maxConns, known := connlimit.FileCapacity()
+	if known {
+		log.Info("connection limit", "max", maxConns, "open_file_limit", files)
+	} else {
+		log.Info("connection limit", "max", maxConns, "open_file_limit", "unknown")
+	}
 	// The real address: with port 0 the system picked one.
 	listening := []any{"addr", ln.Addr().String(), "cap", cfg.queueCap}
 	if cfg.queueBytes > 0 {
@@ -92,13 +99,11 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	}
 	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes)...)
 
-	srv := bus.New(st, &bus.Options{Logger: log, Version: version.String(), RosterLog: roster})
-	hs := &http.Server{
-		Handler:           metrics.Handler(srv),
-		ReadHeaderTimeout: bus.HeaderTimeout,
-		IdleTimeout:       bus.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	conns := new(bus.ConnStats)
+	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns}
+	srv := bus.New(st, opts)
+	hs := bus.NewHTTPServer(metrics.Handler(srv), opts)
+	metrics.Conns(conns)
 	// Shutdown closes the listener, and with it the connections still
 	// screened for their first headers, and then waits for active
 	// requests; the bus ends its parked long-polls so that the wait is
@@ -108,12 +113,8 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	hs.ConnState = fresh.track
 	hs.RegisterOnShutdown(srv.Shutdown)
 	hs.RegisterOnShutdown(fresh.closeAll)
-	screened := new(bus.ScreenStats)
-	if bus.Screening {
-		metrics.Screen(screened)
-	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, screened)) }()
+	go func() { served <- hs.Serve(bus.Listen(ln, opts)) }()
 
 	// A database found damaged while serving stops the bus: every send and
 	// poll would fail from then on, and the file needs its operator.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/interlink-go/interlink/internal/connlimit"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -69,6 +70,14 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit
 # Do not point --db at a bus.redb left by the original broker: this one
 # cannot read it.
 #
+# LimitNOFILE bounds the files the bus may open, and so its connections:
+# it keeps 64 for itself and takes at most {{.MaxConns}} connections at
+# once, each costing it 16 to 40 KiB of memory while it lasts. When all are
+# taken, a client holding fewer takes the place of the oldest connection
+# of the client holding the most, so one client with many connections
+# cannot lock the others out. Raise it for a bus with more sessions; the
+# bus logs its limit when it starts.
+#
 # Several machines: the bus has no authentication and no TLS, so listen
 # only on a private network such as a tailnet, with that interface's IP
 # address written out (interlink-bus unit --addr 100.101.102.103:9440),
@@ -85,10 +94,18 @@ StateDirectory=interlink
 ExecStart={{.ExecStart}}
 Restart=always
 RestartSec=2
+LimitNOFILE={{.OpenFiles}}
 
 [Install]
 WantedBy=default.target
 `))
+
+// unitOpenFiles is the open-file limit of the unit, which sets how many
+// connections the bus takes at once ([connlimit.Capacity]).
+// Without it the bus would get systemd's hard limit, often 524,288: as
+// many connections as an attacker cares to open, each costing memory.
+// 8,192 is many times what the sessions of one person need.
+const unitOpenFiles = 8192
 
 // defaultUnitDB is the database path of a unit written without --db. %S is
 // systemd's state directory, ~/.local/state for a user unit.
@@ -168,7 +185,11 @@ func (c *cli) unit(args []string) int {
 		return c.fail(exitUsage, fmt.Sprintf("unit: --bin %q: not an absolute path", bin), unitHint)
 	}
 	cmd[0] = unitArg(bin)
-	if err := unitTemplate.Execute(c.stdout, struct{ ExecStart string }{strings.Join(cmd, " ")}); err != nil {
+	data := struct {
+		ExecStart           string
+		OpenFiles, MaxConns int
+	}{strings.Join(cmd, " "), unitOpenFiles, connlimit.Capacity(unitOpenFiles)}
+	if err := unitTemplate.Execute(c.stdout, data); err != nil {
 		return c.fail(exitError, fmt.Sprintf("unit: %v", err))
 	}
 	return exitOK

@@ -148,3 +148,22 @@ func TestContribUnitIsGenerated(t *testing.T) {
 		t.Errorf("%s is out of date; regenerate it (see the test's comment)", path)
 	}
 }
+
+// TestUnitBoundsTheBusConnections: the unit sets the bus's open-file
+// limit, from which the bus takes its connection limit, and says what it
+// allows.
+func TestUnitBoundsTheBusConnections(t *testing.T) {
+	code, unit, stderr := runUnit(t)
+	if code != exitOK || stderr != "" {
+		t.Fatalf("unit: status %d, stderr %q", code, stderr)
+	}
+	service := unit[strings.Index(unit, "[Service]"):]
+	service = service[:strings.Index(service, "[Install]")]
+	if !strings.Contains(service, "\nLimitNOFILE=8192\n") {
+		t.Errorf("the [Service] section sets no LimitNOFILE=8192:\n%s", service)
+	}
+	if !strings.Contains(unit, "at most 8128 connections") {
+		t.Errorf("the unit does not say how many connections its limit allows:\n%s", unit)
+	}
+	verifyUnit(t, unit)
+}

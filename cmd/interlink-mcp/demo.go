@@ -297,10 +297,11 @@ func (d *demoRun) startBus() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d.bus = bus.New(store.NewMemory(&store.Options{Logger: d.log}), &bus.Options{Logger: d.log})
-	d.srv = &http.Server{Handler: d.bus, ReadHeaderTimeout: bus.HeaderTimeout}
+	opts := &bus.Options{Logger: d.log}
+	d.bus = bus.New(store.NewMemory(&store.Options{Logger: d.log}), opts)
+	d.srv = bus.NewHTTPServer(d.bus, opts)
 	d.srv.RegisterOnShutdown(d.bus.Shutdown)
-	go func() { _ = d.srv.Serve(ln) }()
+	go func() { _ = d.srv.Serve(bus.Listen(ln, opts)) }()
 	return "http://" + ln.Addr().String(), nil
 }
 

@@ -22,15 +22,15 @@ import (
 // a payload in two more, so a deeper payload could be stored but never read.
 const maxDepth = 100
 
-// readBody checks that r carries JSON and reads at most limit bytes of it,
-// within the server's body timeout.
+// readBody checks that r carries JSON and reads at most limit bytes of it.
 //
 // The buffer grows with what arrives and is never sized from the declared
 // Content-Length: a client could declare 2 MiB and send nothing, and
-// thousands of such clients would otherwise pin a large buffer each. The
-// deadline is what finally cuts off a client that sends slowly or not at
-// all; on timeout the connection is closed after the answer, since the
-// rest of the body will never be read.
+// thousands of such clients would otherwise pin a large buffer each. What
+// finally cuts off a client that sends slowly or not at all is the
+// request's deadline, which the HTTP server sets for every request
+// ([NewHTTPServer]); on timeout the connection is closed after the answer,
+// since the rest of the body will never be read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if !isJSONType(r.Header.Get("Content-Type")) {
 		return nil, errMediaType
@@ -38,10 +38,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	if r.ContentLength > limit {
 		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 	}
-	// A ResponseWriter that is not a connection (a test recorder) has no
-	// deadline to set; its body is in memory already.
-	rc := http.NewResponseController(w)
-	deadline := rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) == nil
 	body, err := readGrowing(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -49,14 +45,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			w.Header().Set("Connection", "close")
-			return nil, fmt.Errorf("%w: not complete after %v", errBodyTimeout, s.bodyTimeout)
+			return nil, fmt.Errorf("%w: not complete within %v", errBodyTimeout, s.requestTimeout)
 		}
 		return nil, fmt.Errorf("%w: %v", errRead, err)
-	}
-	if deadline {
-		// The next request on the connection gets the server's own
-		// deadlines; until then, a read waiting for it has none.
-		_ = rc.SetReadDeadline(time.Time{})
 	}
 	return body, nil
 }

@@ -59,12 +59,13 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-// servePipes serves srv on a pipeListener inside the current bubble and
-// closes everything when the test ends.
-func servePipes(t *testing.T, srv *Server) *pipeListener {
+// servePipes serves srv, made with opts, on a pipeListener inside the
+// current bubble, by the bus's connection rules, and closes everything
+// when the test ends.
+func servePipes(t *testing.T, srv *Server, opts *Options) *pipeListener {
 	t.Helper()
 	l := newPipeListener()
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := NewHTTPServer(srv, opts)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -103,7 +104,7 @@ func trickle(c net.Conn, body string) <-chan int {
 func TestSlowBodyCutOffAfter30s(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newFakeStore(0)
-		l := servePipes(t, New(st, nil))
+		l := servePipes(t, New(st, nil), nil)
 
 		// 40 bytes at one a second would take 40 s.
 		c := l.dial()
@@ -117,8 +118,8 @@ func TestSlowBodyCutOffAfter30s(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := time.Since(start); got != DefaultBodyTimeout {
-			t.Errorf("answered after %v, want %v", got, DefaultBodyTimeout)
+		if got := time.Since(start); got != DefaultRequestTimeout {
+			t.Errorf("answered after %v, want %v", got, DefaultRequestTimeout)
 		}
 		msg, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != http.StatusRequestTimeout || !resp.Close {
@@ -165,11 +166,12 @@ func TestSlowBodyCutOffAfter30s(t *testing.T) {
 	})
 }
 
-// TestBodyTimeoutOption: the timeout is configurable, and a body that
+// TestRequestTimeoutOption: the timeout is configurable, and a body that
 // stalls completely is cut off as well.
-func TestBodyTimeoutOption(t *testing.T) {
+func TestRequestTimeoutOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := servePipes(t, New(newFakeStore(0), &Options{BodyTimeout: 2 * time.Second}))
+		opts := &Options{RequestTimeout: 2 * time.Second}
+		l := servePipes(t, New(newFakeStore(0), opts), opts)
 		c := l.dial()
 		defer c.Close()
 		start := time.Now()

@@ -26,11 +26,15 @@
 // instead of spinning. The status codes follow the original broker's
 // framework: 400 for malformed JSON or a bad query, 422 for valid JSON of
 // the wrong shape, 413 for bodies over [MaxBodyBytes], 415 for a content
-// type other than JSON, 404 and 405 for unknown paths and methods. A body
-// that is not complete [DefaultBodyTimeout] after its headers gets 408 and
-// its connection is closed. A send that would take the queues past the
-// store's total byte bound gets 507 with Retry-After, and a message larger
-// than a route may hold gets 413 (see [Server.refuse]).
+// type other than JSON, 404 and 405 for unknown paths and methods. A
+// request that is not complete [DefaultRequestTimeout] after it started
+// gets 408 (or, if its route reads no body, that route's answer) and
+// its connection is closed; headers over [MaxHeaderBytes] or
+// [MaxHeaderFields] lines get 431. A send that would take the queues past
+// the store's total byte bound gets 507 with Retry-After, and a message
+// larger than a route may hold gets 413 (see [Server.refuse]). Serve a
+// [Server] with [NewHTTPServer] on a listener from [Listen], which apply
+// these connection rules.
 //
 // # Differences from the original broker
 //
@@ -50,7 +54,12 @@
 //   - The roster is bounded in bytes as well as in entries, and when it is
 //     full the entry refreshed longest ago gives way to a newcomer; the
 //     original ignored newcomers.
-//   - Request bodies must arrive within [DefaultBodyTimeout].
+//   - Every request must arrive within [DefaultRequestTimeout] and its
+//     answer be read within [AnswerTimeout] more; headers are at most
+//     [MaxHeaderBytes] and [MaxHeaderFields] lines; when all the
+//     connections the open-file limit allows are taken, the client
+//     holding the most gives up its oldest one to a newcomer holding
+//     fewer.
 //   - Request bodies must be UTF-8 JSON without unpaired surrogate escapes
 //     or numbers beyond the range of a float64, nested at most 100 deep.
 //     The original's JSON parser refused such bodies too; accepting them

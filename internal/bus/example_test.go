@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -50,20 +51,21 @@ func Example() {
 	// message {"text":"hi"} true
 }
 
-// Wire Shutdown to the HTTP server, so parked long-polls end when it stops
-// instead of holding it for up to two minutes.
+// Serve the bus by its connection rules, and wire Shutdown to the HTTP
+// server, so parked long-polls end when it stops instead of holding it for
+// up to two minutes.
 func ExampleServer_Shutdown() {
 	st := store.NewMemory(nil)
-	srv := bus.New(st, nil)
-	hs := &http.Server{
-		Addr:              "127.0.0.1:9440",
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	opts := &bus.Options{}
+	srv := bus.New(st, opts)
+	hs := bus.NewHTTPServer(srv, opts)
 	hs.RegisterOnShutdown(srv.Shutdown)
+	ln, err := net.Listen("tcp", "127.0.0.1:9440")
+	if err != nil {
+		panic(err)
+	}
 
-	go hs.ListenAndServe()
+	go hs.Serve(bus.Listen(ln, opts))
 	// ... later, when the process is asked to stop:
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -21,6 +21,7 @@ func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.allowWait(w, q.wait)
 	e, ok, err := s.poll(r.Context(), q.me, q.wait)
 	if err != nil {
 		s.log.Error("recv failed", "route", q.me, "error", err)

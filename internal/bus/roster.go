@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -67,6 +68,9 @@ type rosterEntry struct {
 	at         int64  // receipt time, Unix ms
 	rev        uint64 // its revision in a shared roster's log; 0 otherwise
 	prev, next *rosterEntry
+	// view is the entry as the status page shows it, read from fields
+	// the first time the page shows the entry; see statusView.
+	view atomic.Pointer[statusSession]
 }
 
 // cost returns the most the entry adds to a /roster response.
@@ -181,6 +185,7 @@ type rosterSnapshot struct {
 type snapItem struct {
 	fields []byte
 	at     int64
+	entry  *rosterEntry // for the status page's view of it
 }
 
 // snapshot returns the snapshot of the current entries, making it if the
@@ -198,7 +203,7 @@ func (ro *roster) snapshot() *rosterSnapshot {
 	slices.SortFunc(keyed, func(a, b *rosterEntry) int { return strings.Compare(a.key, b.key) })
 	snap := &rosterSnapshot{items: make([]snapItem, len(keyed))}
 	for i, e := range keyed {
-		snap.items[i] = snapItem{fields: e.fields, at: e.at}
+		snap.items[i] = snapItem{fields: e.fields, at: e.at, entry: e}
 	}
 	ro.snap = snap
 	return snap

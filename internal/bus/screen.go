@@ -3,33 +3,27 @@ package bus
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Connection timeouts of the bus's HTTP server. There is no write timeout:
-// a long-poll legitimately holds its response for up to [MaxRecvTimeout].
-const (
-	// HeaderTimeout is how long a request's headers may take to arrive
-	// once its connection is open, or once the previous request on it
-	// has been answered.
-	HeaderTimeout = 10 * time.Second
-	// IdleTimeout is how long a kept connection may wait for its next
-	// request. Agents give up their own idle connections sooner.
-	IdleTimeout = 120 * time.Second
-)
-
 // screenBuffer is the first size of the buffer a new connection's headers
-// are looked at in; it doubles as they arrive, up to screenLimit.
+// are looked at in; it doubles as they arrive, up to [MaxHeaderBytes].
 const screenBuffer = 512
 
-// screenLimit is how many bytes of a first request the screen looks at
-// before it hands the connection on even without the end of the headers.
-// Real headers are far smaller; the HTTP server enforces its own limit on
-// what follows.
-const screenLimit = 64 << 10
+// errHeadersTooLarge says that a request's headers did not end within
+// [MaxHeaderBytes].
+var errHeadersTooLarge = errors.New("request headers too large")
+
+// tooLargeAnswer is what a connection whose first headers are over
+// [MaxHeaderBytes] gets before it is closed: the HTTP server's own answer
+// to headers over its limit, so that a client sees the same whichever of
+// the two refused it.
+const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Connection: close\r\n\r\n" + tooLargeBody
 
 // ScreenHeaders wraps ln so that a new connection reaches the HTTP server
 // only once its first request's headers have arrived whole. Until then the
@@ -43,6 +37,13 @@ const screenLimit = 64 << 10
 // The server receives the connection untouched and reads the whole
 // request itself; later requests on a kept connection are left to it and
 // its own header timeout.
+//
+// Headers that do not end within [MaxHeaderBytes] get 431 and the
+// connection is closed, as the HTTP server answers them (its own limit is
+// set to agree, see [NewHTTPServer]). So a connection reaches the server
+// only with its first headers whole and within the bound, which the
+// server then reads at once: its header deadline, which starts afresh,
+// has nothing left to wait for.
 //
 // Closing the returned listener also closes the connections it still
 // screens, so a shutdown need not wait for clients that never finish
@@ -90,7 +91,8 @@ func (st *ScreenStats) Waiting() int64 { return st.waiting.Load() }
 
 // Dropped returns how many new connections were closed before their first
 // request's headers were complete: at the header deadline, when the client
-// hung up or the connection failed, or when the listener closed.
+// hung up or the connection failed, when the headers went over
+// [MaxHeaderBytes] (the client got 431), or when the listener closed.
 func (st *ScreenStats) Dropped() uint64 { return st.dropped.Load() }
 
 // screen is the listener ScreenHeaders returns.
@@ -164,10 +166,23 @@ func (s *screen) release(c net.Conn) {
 // Accept. A connection that ends, fails or times out before that is
 // closed without an answer, as the HTTP server closes one that times out
 // in its headers. (The server would answer 400 to a client that ends its
-// side in the middle of its headers; such a client gets no answer.)
+// side in the middle of its headers; such a client gets no answer.) One
+// whose headers are too large gets 431 first.
 func (s *screen) read(c net.Conn) {
 	defer s.release(c)
-	if err := awaitHeaders(c); err != nil {
+	err := awaitHeaders(c)
+	if errors.Is(err, errHeadersTooLarge) {
+		// The socket's send buffer is empty, so the write does not
+		// wait; the deadline is only a guard.
+		c.SetWriteDeadline(time.Now().Add(s.timeout))
+		_, _ = io.WriteString(c, tooLargeAnswer)
+	}
+	if err != nil {
+		// Closing a socket with unread bytes makes the kernel reset the
+		// connection, which can lose the answer; taken, they let the
+		// close end it as the HTTP server would, with the client
+		// reading an end of stream.
+		drain(c)
 		s.drop(c)
 		return
 	}

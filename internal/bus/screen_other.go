@@ -10,3 +10,6 @@ const canPeek = false
 
 // awaitHeaders is never called where canPeek is false.
 func awaitHeaders(net.Conn) error { return nil }
+
+// drain is never called where canPeek is false.
+func drain(net.Conn) {}

@@ -15,12 +15,11 @@ import (
 const canPeek = true
 
 // awaitHeaders waits until the socket under c holds the end of a request's
-// headers, or screenLimit bytes without one, and leaves every byte where
-// it is. It returns why it stopped waiting otherwise: c's read deadline
-// passed, the client closed the connection, or the socket failed; then
-// what the client sent has been taken and dropped, so that closing the
-// connection ends it cleanly. A connection without a socket to look at
-// is handed on at once.
+// headers, and leaves every byte where it is. It returns
+// errHeadersTooLarge when MaxHeaderBytes have arrived without the end,
+// and otherwise why it stopped waiting: c's read deadline passed, the
+// client closed the connection, or the socket failed. A connection
+// without a socket to look at is handed on at once.
 func awaitHeaders(c net.Conn) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
@@ -57,35 +56,44 @@ func awaitHeaders(c net.Conn) error {
 			if n < len(buf) {
 				return false
 			}
-			if len(buf) >= screenLimit {
+			if len(buf) >= MaxHeaderBytes {
+				lookErr = errHeadersTooLarge
 				return true
 			}
-			buf = make([]byte, 2*len(buf))
+			buf = make([]byte, min(2*len(buf), MaxHeaderBytes))
 		}
 	})
 	if err == nil {
 		err = lookErr
 	}
-	if err != nil {
-		// Closing a socket with unread bytes makes the kernel reset the
-		// connection; taken, they let the close end it as the HTTP
-		// server would, with the client reading an end of stream.
-		rc.Control(func(fd uintptr) { discard(int(fd), buf) })
-	}
 	return err
 }
 
-// discard reads and drops what the socket fd holds now, up to
-// screenLimit bytes, without waiting for more.
-func discard(fd int, buf []byte) {
-	for taken := 0; taken < screenLimit; {
-		n, err := syscall.Read(fd, buf)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if n <= 0 || err != nil {
-			return
-		}
-		taken += n
+// drainLimit bounds what drain takes from a socket.
+const drainLimit = 64 << 10
+
+// drain reads and drops what the socket under c holds now, up to
+// drainLimit bytes, without waiting for more.
+func drain(c net.Conn) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
 	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 4096)
+	rc.Control(func(fd uintptr) {
+		for taken := 0; taken < drainLimit; {
+			n, err := syscall.Read(int(fd), buf)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if n <= 0 || err != nil {
+				return
+			}
+			taken += n
+		}
+	})
 }

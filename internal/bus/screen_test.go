@@ -139,12 +139,52 @@ func TestScreenAcceptsHeadersEndedByBareLineFeeds(t *testing.T) {
 	next(t, acc)
 }
 
-func TestScreenHandsOnHeadersLongerThanItLooksAt(t *testing.T) {
+// headersOf returns a request whose headers, the empty line that ends them
+// included, are exactly n bytes long.
+func headersOf(n int) string {
+	head := "GET / HTTP/1.1\r\nHost: bus\r\nX-Pad: "
+	return head + strings.Repeat("a", n-len(head)-len("\r\n\r\n")) + "\r\n\r\n"
+}
+
+func TestScreenHandsOnHeadersUpToTheBound(t *testing.T) {
 	ln := screened(t, time.Minute)
 	acc := acceptAll(ln)
-	long := "GET / HTTP/1.1\r\nX-Long: " + strings.Repeat("a", screenLimit) // no end yet
-	dial(t, ln, long)
+	req := headersOf(MaxHeaderBytes)
+	dial(t, ln, req[:1000], req[1000:])
 	next(t, acc)
+}
+
+// TestScreenRefusesHeadersOverTheBound: headers that have not ended after
+// MaxHeaderBytes get the HTTP server's 431 and a closed connection, and
+// never reach the server, whether they would end one byte later or never.
+func TestScreenRefusesHeadersOverTheBound(t *testing.T) {
+	ln, stats := screenedCounted(t, time.Minute)
+	acc := acceptAll(ln)
+	for i, req := range []string{
+		headersOf(MaxHeaderBytes + 1),
+		"GET / HTTP/1.1\r\nX-Long: " + strings.Repeat("a", 1<<20),             // one 1 MiB line
+		"GET / HTTP/1.1\r\n" + strings.Repeat("X-A: b\r\n", MaxHeaderBytes/8), // many small lines
+	} {
+		c := dial(t, ln)
+		// The client may still be sending when the screen answers.
+		go io.WriteString(c, req)
+		br := bufio.NewReader(c)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !resp.Close || string(body) != "431 Request Header Fields Too Large" {
+			t.Errorf("request %d: %d %q, close %v; want 431 and the connection closed", i, resp.StatusCode, body, resp.Close)
+		}
+		screenCounts(t, stats, 0, uint64(i+1))
+	}
+	select {
+	case a := <-acc:
+		t.Fatalf("a connection with headers over the bound was handed on: %v %v", a.c, a.err)
+	default:
+	}
 }
 
 func TestScreenClosesConnectionsThatMissTheHeaderDeadline(t *testing.T) {

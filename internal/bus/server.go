@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
@@ -24,10 +25,6 @@ const (
 	MaxAnnounceBytes = 4 << 10
 	// MaxRouteBytes is the longest route accepted in "to" and "me".
 	MaxRouteBytes = 256
-	// DefaultBodyTimeout is how long a request may take to deliver its
-	// body, counted from the end of its headers. A client that is not done
-	// by then gets 408 and its connection is closed.
-	DefaultBodyTimeout = 30 * time.Second
 	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
 	DefaultRecvTimeout = 25 * time.Second
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
@@ -63,9 +60,20 @@ type Options struct {
 	// Version, if set, is sent in the [VersionHeader] of /healthz answers,
 	// so that a diagnosis can tell which bus it reached.
 	Version string
-	// BodyTimeout bounds the time a request takes to deliver its body.
-	// Zero means [DefaultBodyTimeout].
-	BodyTimeout time.Duration
+	// HeaderTimeout bounds the time a request's headers take to arrive.
+	// Zero means [HeaderTimeout]. [NewHTTPServer] and [Listen] use it.
+	HeaderTimeout time.Duration
+	// RequestTimeout bounds the time a whole request takes to arrive;
+	// its answer has [AnswerTimeout] more. Zero means
+	// [DefaultRequestTimeout]. [NewHTTPServer] sets it as the server's
+	// deadlines; the bus moves them for long-polls.
+	RequestTimeout time.Duration
+	// MaxConns is how many connections a listener from [Listen] keeps
+	// open at once. Zero means what the process's open-file limit
+	// allows ([connlimit.FileCapacity]).
+	MaxConns int
+	// Conns, if set, receives the counts of a listener from [Listen].
+	Conns *ConnStats
 	// RosterLog, if set, keeps the roster in a log shared with other
 	// buses instead of in this bus alone; see [RosterLog].
 	RosterLog RosterLog
@@ -84,11 +92,12 @@ type Server struct {
 	now     func() time.Time
 	maxWait time.Duration
 	version string
-	// bodyTimeout bounds reading a request body.
-	bodyTimeout time.Duration
-	started     time.Time     // for the uptime on the status page
-	done        chan struct{} // closed by Shutdown
-	stop        sync.Once
+	// requestTimeout is the deadline NewHTTPServer sets for a whole
+	// request, which long-polls extend.
+	requestTimeout time.Duration
+	started        time.Time     // for the uptime on the status page
+	done           chan struct{} // closed by Shutdown
+	stop           sync.Once
 
 	// Message totals and the rates of the status page, both atomic.
 	counters counters
@@ -99,6 +108,7 @@ type Server struct {
 	drops   dropLog
 	fullLog refusalLog
 	roster  roster
+	page    atomic.Pointer[renderedPage] // the status page last rendered
 
 	// Set by startShared at creation, for stores shared with other
 	// buses; nil otherwise. See shared.go.
@@ -118,13 +128,13 @@ func New(st store.Store, opts *Options) *Server {
 		opts = &Options{}
 	}
 	s := &Server{
-		st:          st,
-		log:         opts.Logger,
-		now:         opts.Now,
-		maxWait:     opts.MaxRecvTimeout,
-		version:     opts.Version,
-		bodyTimeout: opts.BodyTimeout,
-		done:        make(chan struct{}),
+		st:             st,
+		log:            opts.Logger,
+		now:            opts.Now,
+		maxWait:        opts.MaxRecvTimeout,
+		version:        opts.Version,
+		requestTimeout: opts.requestTimeout(),
+		done:           make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -134,9 +144,6 @@ func New(st store.Store, opts *Options) *Server {
 	}
 	if s.maxWait <= 0 {
 		s.maxWait = MaxRecvTimeout
-	}
-	if s.bodyTimeout <= 0 {
-		s.bodyTimeout = DefaultBodyTimeout
 	}
 	s.started = s.now()
 	s.startShared(opts)
@@ -177,6 +184,9 @@ var endpoints = map[string]endpoint{
 
 // ServeHTTP routes a request to its endpoint.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if RefuseManyHeaderFields(w, r) {
+		return
+	}
 	ep, ok := endpoints[r.URL.Path]
 	if !ok {
 		s.fail(w, errNotFound)

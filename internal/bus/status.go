@@ -2,6 +2,7 @@ package bus
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -63,68 +64,119 @@ type statusSession struct {
 	Age         time.Duration
 }
 
+// statusPageAge is how long a rendered status page is served again before
+// the next request renders it anew. People read the page, which reloads
+// itself every [statusRefresh]; a second's delay is nothing to them, and
+// however often clients ask, the bus renders it at most about once a
+// second.
+const statusPageAge = time.Second
+
+// renderedPage is a status page and the wall-clock time it was rendered.
+type renderedPage struct {
+	at   time.Time
+	body []byte
+}
+
 // status serves GET /: a page for people, rendered on the server, that
 // reloads itself. It shows the sessions of the roster, the queue totals
 // and the message rates of the last ten minutes: no more about sessions
 // than /roster tells the same clients.
+//
+// What it costs does not grow with the roster beyond the sessions it
+// lists: each roster entry is read for the page once, the first time the
+// page lists it ([statusView]), and a rendered page is served again for
+// [statusPageAge].
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	now := s.millis()
-	st := s.Stats()
-	d := statusData{
-		Version: s.version,
-		Uptime:  ago(s.now().Sub(s.started)),
-		Refresh: int(statusRefresh.Seconds()),
-		Parked:  st.Parked,
-		Totals:  st.Totals,
-		Routes:  st.Routes,
-		Queued:  st.Queued,
-		Chart:   newChart(s.rates.series(now)),
-	}
-	for _, it := range s.roster.snapshot().items {
-		a := age(it.at, now)
-		if a >= rosterRetainMs {
-			continue
+	now := s.now()
+	page := s.page.Load()
+	// A page from the future (the wall clock went back) is stale too.
+	if page == nil || now.Before(page.at) || now.Sub(page.at) >= statusPageAge {
+		body, err := s.renderStatus(now)
+		if err != nil {
+			return err
 		}
-		ss := statusEntry(it.fields, time.Duration(a)*time.Millisecond)
-		if ss.Live {
-			d.Live++
-		}
-		d.Sessions = append(d.Sessions, ss)
-	}
-	// Live sessions first, then the most recently seen.
-	slices.SortStableFunc(d.Sessions, func(a, b statusSession) int {
-		if a.Live != b.Live {
-			if a.Live {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Age - b.Age)
-	})
-	if len(d.Sessions) > statusSessionLimit {
-		d.Omitted = len(d.Sessions) - statusSessionLimit
-		d.Sessions = d.Sessions[:statusSessionLimit]
-	}
-	var buf bytes.Buffer
-	if err := statusPage.Execute(&buf, d); err != nil {
-		return fmt.Errorf("%w: status page: %v", errStorage, err)
+		page = &renderedPage{at: now, body: body}
+		s.page.Store(page)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	h.Set("Content-Length", strconv.Itoa(len(page.body)))
 	h.Set("Cache-Control", "no-store")
 	// The page runs no script and loads nothing from elsewhere.
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(buf.Bytes())
+		_, _ = w.Write(page.body)
 	}
 	return nil
 }
 
+// renderStatus renders the status page as it is at now.
+func (s *Server) renderStatus(now time.Time) ([]byte, error) {
+	ms := max(now.UnixMilli(), 0)
+	st := s.Stats()
+	d := statusData{
+		Version: s.version,
+		Uptime:  ago(now.Sub(s.started)),
+		Refresh: int(statusRefresh.Seconds()),
+		Parked:  st.Parked,
+		Totals:  st.Totals,
+		Routes:  st.Routes,
+		Queued:  st.Queued,
+		Chart:   newChart(s.rates.series(ms)),
+	}
+	// The entries not expired, with their ages, the most recently seen
+	// first, which puts the live ones first. Only those listed are read.
+	type aged struct {
+		e *rosterEntry
+		a int64
+	}
+	live := func(x aged) bool { return time.Duration(x.a)*time.Millisecond < statusLive }
+	items := s.roster.snapshot().items
+	list := make([]aged, 0, len(items))
+	for _, it := range items {
+		if a := age(it.at, ms); a < rosterRetainMs {
+			list = append(list, aged{it.entry, a})
+			if live(list[len(list)-1]) {
+				d.Live++
+			}
+		}
+	}
+	slices.SortStableFunc(list, func(a, b aged) int { return cmp.Compare(a.a, b.a) })
+	if len(list) > statusSessionLimit {
+		d.Omitted = len(list) - statusSessionLimit
+		list = list[:statusSessionLimit]
+	}
+	d.Sessions = make([]statusSession, len(list))
+	for i, x := range list {
+		ss := *statusView(x.e)
+		ss.Age = time.Duration(x.a) * time.Millisecond
+		ss.Live = live(x)
+		d.Sessions[i] = ss
+	}
+	var buf bytes.Buffer
+	if err := statusPage.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("%w: status page: %v", errStorage, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// statusView returns the fields of e's announcement as the page shows
+// them, without its age. They are read and cleaned the first time the page
+// lists e, then kept with it: an entry never changes, a refresh makes a
+// new one.
+func statusView(e *rosterEntry) *statusSession {
+	if v := e.view.Load(); v != nil {
+		return v
+	}
+	v := statusEntry(e.fields)
+	e.view.CompareAndSwap(nil, &v)
+	return e.view.Load()
+}
+
 // statusEntry reads the fields of one stored announcement for the page.
 // Fields that are missing or of another type show as empty.
-func statusEntry(fields []byte, a time.Duration) statusSession {
+func statusEntry(fields []byte) statusSession {
 	var ann struct {
 		PubKey  any `json:"pubkey"`
 		Name    any `json:"name"`
@@ -150,8 +202,6 @@ func statusEntry(fields []byte, a time.Duration) statusSession {
 		Fingerprint: untrusted.Label(fp),
 		Session:     untrusted.Label(str(ann.Session.SessionID)),
 		Summary:     untrusted.Summary(str(ann.Session.Summary)),
-		Live:        a < statusLive,
-		Age:         a,
 	}
 }
 

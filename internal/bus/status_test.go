@@ -109,3 +109,89 @@ func TestStatusPageListsSessionsLiveAndAway(t *testing.T) {
 		t.Errorf("%d stored bars, want 1 (both sends in one 10 s step)", n)
 	}
 }
+
+// fillRoster announces n sessions with 1 KiB summaries.
+func (h *harness) fillRoster(n int) {
+	h.tb.Helper()
+	summary := strings.Repeat("fixing the parser ", 57)
+	for i := range n {
+		h.announce(fmt.Sprintf(`{"pubkey":"KEY%05dxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","name":"node %d","session":{"session_id":"s%d","summary":%s}}`,
+			i, i, i, jstr(summary)))
+	}
+}
+
+// renderAllocs returns the allocations of rendering the status page anew,
+// once the page rendered before has expired.
+func (h *harness) renderAllocs() float64 {
+	h.tb.Helper()
+	h.statusPageOf()
+	return testing.AllocsPerRun(5, func() {
+		h.clock.Add(statusPageAge)
+		h.statusPageOf()
+	})
+}
+
+// TestStatusPageCostDoesNotGrowWithTheRoster: the page lists at most 500
+// sessions, and what rendering it costs stops growing there: a full
+// roster of 4,096 sessions costs no more than one of 600, because entries
+// are read for the page once, not on every request, and only those
+// listed.
+func TestStatusPageCostDoesNotGrowWithTheRoster(t *testing.T) {
+	small := newMemoryHarness(t, 0, 0)
+	small.fillRoster(600)
+	full := newMemoryHarness(t, 0, 0)
+	full.fillRoster(RosterCap)
+	a600, a4096 := small.renderAllocs(), full.renderAllocs()
+	t.Logf("allocations per render: %.0f with 600 sessions, %.0f with %d", a600, a4096, RosterCap)
+	if a4096 > a600*1.1+100 {
+		t.Errorf("rendering the page with %d sessions allocates %.0f times, with 600 %.0f: the cost grows with the roster",
+			RosterCap, a4096, a600)
+	}
+}
+
+// TestStatusPageRenderedAtMostOnceASecond: within a second of rendering,
+// the page is served again as it was, for GET and HEAD alike, however the
+// roster changed; after that second, or when the clock went back, it is
+// rendered anew.
+func TestStatusPageRenderedAtMostOnceASecond(t *testing.T) {
+	h := newMemoryHarness(t, 0, 0)
+	h.announce(`{"pubkey":"AAAAAAAAone","name":"first-one"}`)
+	first := h.statusPageOf()
+	h.announce(`{"pubkey":"BBBBBBBBtwo","name":"second-one"}`)
+	h.clock.Add(statusPageAge - time.Millisecond)
+	if again := h.statusPageOf(); again != first {
+		t.Error("the page was rendered again within a second")
+	}
+	if rec := h.do(http.MethodHead, "/", ""); rec.Header().Get("Content-Length") != fmt.Sprint(len(first)) || rec.Body.Len() != 0 {
+		t.Errorf("HEAD: Content-Length %s, body %d bytes; want %d and none", rec.Header().Get("Content-Length"), rec.Body.Len(), len(first))
+	}
+	h.clock.Add(time.Millisecond)
+	if page := h.statusPageOf(); !strings.Contains(page, "second-one") {
+		t.Error("a second after rendering, the page does not show the new session")
+	}
+	// The wall clock goes back: the page rendered "in the future" is not
+	// served for the time it takes to catch up.
+	h.announce(`{"pubkey":"CCCCCCCCthree","name":"third-one"}`)
+	h.clock.Add(-time.Hour)
+	if page := h.statusPageOf(); !strings.Contains(page, "third-one") {
+		t.Error("after the clock went back, the page was not rendered anew")
+	}
+}
+
+// TestStatusPageShowsARefreshedAnnouncementAnew: what the page keeps of an
+// announcement belongs to that announcement; a session that announces
+// itself again with other values shows them.
+func TestStatusPageShowsARefreshedAnnouncementAnew(t *testing.T) {
+	h := newMemoryHarness(t, 0, 0)
+	h.announce(`{"pubkey":"AAAAAAAAkey","name":"before","session":{"session_id":"s1","summary":"old work"}}`)
+	if page := h.statusPageOf(); !strings.Contains(page, "old work") {
+		t.Fatal("the page lacks the first announcement")
+	}
+	h.clock.Add(statusPageAge)
+	h.announce(`{"pubkey":"AAAAAAAAkey","name":"after","session":{"session_id":"s1","summary":"new work"}}`)
+	h.clock.Add(statusPageAge)
+	page := h.statusPageOf()
+	if !strings.Contains(page, "new work") || !strings.Contains(page, "after") || strings.Contains(page, "old work") {
+		t.Errorf("after a refresh the page shows:\n%s", page)
+	}
+}

@@ -115,20 +115,45 @@ func (m *Metrics) Handler(srv *bus.Server) http.Handler {
 	return m
 }
 
-// Screen adds the counts of the bus's header screen ([bus.ScreenHeaders])
-// to the metrics. Call it once, and only where connections are screened
-// ([bus.Screening]): elsewhere the counts would read zero whatever
-// happened.
-func (m *Metrics) Screen(st *bus.ScreenStats) {
+// Conns adds the counts of the bus's listener ([bus.Listen]) to the
+// metrics: the connections open and the most that may be, those shed or
+// refused when all were taken, and, where connections are screened
+// ([bus.Screening]; elsewhere those counts would read zero whatever
+// happened), those waiting for their first headers and those dropped
+// before them. Call it once.
+func (m *Metrics) Conns(st *bus.ConnStats) {
+	limit := st.Limit()
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "connections_open",
+			Help: "Connections open, from their acceptance to their close.",
+		}, func() float64 { return float64(limit.Open()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "connections_max",
+			Help: "The most connections open at once, from the open-file limit: when all are taken, a client holding fewer takes the place of the oldest connection of the client holding most.",
+		}, func() float64 { return float64(limit.Max()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_shed_total",
+			Help: "Connections closed, all being taken, to make room for a client holding fewer.",
+		}, func() float64 { return float64(limit.Shed()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "connections_refused_total",
+			Help: "New connections closed at once, all being taken, because their client held about as many as any other.",
+		}, func() float64 { return float64(limit.Refused()) }),
+	)
+	if !bus.Screening {
+		return
+	}
+	screen := st.Screen()
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "connections_awaiting_headers",
 			Help: "New connections open and waiting for their first request's headers to be complete.",
-		}, func() float64 { return float64(st.Waiting()) }),
+		}, func() float64 { return float64(screen.Waiting()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: namespace, Name: "connections_dropped_before_headers_total",
-			Help: "New connections closed before their first request's headers were complete: at the header deadline, when the client hung up, or at shutdown.",
-		}, func() float64 { return float64(st.Dropped()) }),
+			Help: "New connections closed before their first request's headers were complete: at the header deadline, when the client hung up, when the headers were too large, or at shutdown.",
+		}, func() float64 { return float64(screen.Dropped()) }),
 	)
 }
 
@@ -198,6 +223,9 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serveMetrics serves GET and HEAD of [Path].
 func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if bus.RefuseManyHeaderFields(w, r) {
+		return
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		w.Header().Set("Content-Type", "application/json")

@@ -252,3 +252,30 @@ func TestMetricsRefuseOtherMethods(t *testing.T) {
 		t.Errorf("POST /metrics: %d %s", code, b)
 	}
 }
+
+// TestMetricsRefuseRequestsWithTooManyHeaderLines: /metrics, served before
+// the bus sees the request, holds requests to the bus's bound on header
+// lines as the bus does.
+func TestMetricsRefuseRequestsWithTooManyHeaderLines(t *testing.T) {
+	s := serve(t, 0)
+	for _, tc := range []struct {
+		lines, want int
+	}{{bus.MaxHeaderFields - 2, http.StatusOK}, {bus.MaxHeaderFields + 1, http.StatusRequestHeaderFieldsTooLarge}} {
+		req, err := http.NewRequest(http.MethodGet, s.url+Path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range tc.lines {
+			req.Header.Add("X-Line", fmt.Sprint(i))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%d header lines: %d, want %d", tc.lines, resp.StatusCode, tc.want)
+		}
+	}
+}

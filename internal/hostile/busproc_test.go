@@ -32,8 +32,16 @@ var busListening = regexp.MustCompile(`msg="bus listening" addr=(\S+)`)
 // arguments and waits until it listens. It is killed at cleanup.
 func startBusProcess(tb testing.TB, args ...string) *busProcess {
 	tb.Helper()
+	return startBusArgv(tb, append([]string{testutil.BuildBus(tb), "--addr", "127.0.0.1:0"}, args...))
+}
+
+// startBusArgv runs the command argv, which starts interlink-bus on a
+// free loopback port (or execs it so), and waits until the bus listens.
+// It is killed at cleanup.
+func startBusArgv(tb testing.TB, argv []string) *busProcess {
+	tb.Helper()
 	p := &busProcess{logs: &testutil.LockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(testutil.BuildBus(tb), append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "INTERLINK_") {
 			p.cmd.Env = append(p.cmd.Env, kv)

@@ -338,7 +338,7 @@ func TestSlowBodiesCutOffStalledBodiesCheap(t *testing.T) {
 		if c.sent < 25 {
 			t.Errorf("the trickler was cut off after sending only %d bytes", c.sent)
 		}
-	case <-time.After(bus.DefaultBodyTimeout + 30*time.Second):
+	case <-time.After(bus.DefaultRequestTimeout + 30*time.Second):
 		t.Fatal("the one-byte-a-second client was never cut off")
 	}
 
@@ -347,7 +347,7 @@ func TestSlowBodiesCutOffStalledBodiesCheap(t *testing.T) {
 	bad := make(chan string, stalledConns)
 	for i, c := range conns {
 		cutWG.Go(func() {
-			c.SetReadDeadline(time.Now().Add(bus.DefaultBodyTimeout + 30*time.Second))
+			c.SetReadDeadline(time.Now().Add(bus.DefaultRequestTimeout + 30*time.Second))
 			resp, err := http.ReadResponse(readers[i], nil)
 			if err != nil {
 				bad <- fmt.Sprintf("connection %d: %v", i, err)

@@ -23,10 +23,11 @@ const (
 	ModeBoltFloor Mode = "boltfloor"
 	ModeAgentSend Mode = "agentsend"
 	ModeFull      Mode = "full"
+	ModeStall     Mode = "stall"
 )
 
 // Modes lists every [Mode] in the order the help text gives them.
-var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeFull, ModeBoltFloor, ModeAgentSend}
+var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeFull, ModeBoltFloor, ModeAgentSend, ModeStall}
 
 // Store kinds for an in-process bus.
 const (
@@ -150,6 +151,17 @@ type Config struct {
 	// BusPID names the process of the bus at URL, whose memory is then
 	// reported. Zero means none.
 	BusPID int
+
+	// Conns is how many connections [ModeStall] stalls of each kind; 0
+	// means [DefaultStallConns].
+	Conns int
+	// StallKinds names the kinds [ModeStall] measures ([StallKinds]);
+	// empty means all.
+	StallKinds []string
+	// BusCommand is what [ModeStall] runs to start each bus process:
+	// interlink-bus and any arguments, to which it adds
+	// --addr 127.0.0.1:0.
+	BusCommand []string
 }
 
 // Validate reports whether c describes a run that can be made. Its errors
@@ -267,6 +279,13 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("negative bus pid")
 	}
 
+	if c.Mode == ModeStall {
+		return c.stallDefaults()
+	}
+	if c.Conns != 0 || len(c.StallKinds) > 0 {
+		return bad("--conns and --stall apply to mode stall only")
+	}
+
 	needsBus := c.Mode != ModeFloor && c.Mode != ModeBoltFloor
 	if c.URL != "" {
 		if !needsBus {
@@ -340,4 +359,28 @@ func isLoopbackHost(host string) bool {
 // loopbackListen listens on a free port of 127.0.0.1.
 func loopbackListen() (net.Listener, error) {
 	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// stallDefaults checks and completes the settings of [ModeStall], which
+// starts bus processes of its own and loads nothing else.
+func (c Config) stallDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if c.URL != "" || c.BusPID != 0 || c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.NATSURL != "" {
+		return bad("mode stall starts a bus process of its own for each kind: leave out --url, --bus-pid and the store settings")
+	}
+	if len(c.BusCommand) == 0 {
+		return bad("mode stall needs the command that starts a bus")
+	}
+	if c.Conns == 0 {
+		c.Conns = DefaultStallConns
+	}
+	if c.Conns < 0 || c.Conns > maxStallConns {
+		return bad("conns %d is outside 1..%d", c.Conns, maxStallConns)
+	}
+	if _, err := stallKindsOf(c.StallKinds); err != nil {
+		return bad("%v", err)
+	}
+	return c, nil
 }

@@ -27,6 +27,11 @@
 //     sending one message after the other, while the same client
 //     long-polls and acknowledges the route as an agent's inbound loop
 //     does. An operation is one send.
+//   - stall: for each way of leaving a connection unfinished (stalled in
+//     its headers, in its body, with a body declared to a route that
+//     never reads it, kept idle, ...), a bus process of its own
+//     ([Config.BusCommand]) is started, its memory read, [Config.Conns]
+//     connections stalled that way opened, and its memory read again.
 //
 // With [Config.WithFloor] a run measures the floor after its scenario, with
 // the same concurrency and three requests per operation (one for wake), so

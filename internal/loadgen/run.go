@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +100,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		rep.Target = "raw bbolt file"
 		res, err := r.boltFloor(ctx, cfg.DBPath, "")
 		rep.Results = append(rep.Results, res)
+		return rep, cmp.Or(err, ctx.Err())
+	case ModeStall:
+		rep.Target = "a new process for each kind: " + strings.Join(cfg.BusCommand, " ")
+		res, err := r.stall(ctx)
+		rep.Results = append(rep.Results, res...)
 		return rep, cmp.Or(err, ctx.Err())
 	}
 

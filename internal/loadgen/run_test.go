@@ -65,6 +65,12 @@ func TestValidate(t *testing.T) {
 		{"byte bounds with url", Config{URL: "http://127.0.0.1:1", TotalBytes: 1 << 20}, "in-process"},
 		{"byte bounds on nats", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:1", TotalBytes: 1 << 20}, "memory and bolt"},
 		{"negative byte bound", Config{QueueBytes: -1}, "negative"},
+		{"stall", Config{Mode: ModeStall, BusCommand: []string{"interlink-bus"}, StallKinds: []string{"body", "poll"}}, ""},
+		{"stall without a bus command", Config{Mode: ModeStall}, "command"},
+		{"stall with url", Config{Mode: ModeStall, BusCommand: []string{"b"}, URL: "http://127.0.0.1:1"}, "process of its own"},
+		{"stall of an unknown kind", Config{Mode: ModeStall, BusCommand: []string{"b"}, StallKinds: []string{"storm"}}, "unknown stall kind"},
+		{"stall with too many conns", Config{Mode: ModeStall, BusCommand: []string{"b"}, Conns: 1 << 20}, "conns"},
+		{"conns outside stall", Config{Conns: 5}, "mode stall only"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -89,9 +89,10 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	hs := loopbackServer(h, logger)
+	hs := bus.NewHTTPServer(h, nil)
+	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.ScreenHeaders(ln, bus.HeaderTimeout, nil)) }()
+	go func() { served <- hs.Serve(bus.Listen(ln, nil)) }()
 	stop := func() error {
 		shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -108,8 +109,11 @@ func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func
 	return &target{url: "http://" + ln.Addr().String(), desc: desc, local: true, stop: stop}, nil
 }
 
-// loopbackServer returns an HTTP server for h with the bus's connection
-// timeouts, logging its errors to logger at debug level.
+// loopbackServer returns the HTTP server of a floor, logging its errors to
+// logger at debug level. It has the bus's header and idle timeouts, and
+// none of its per-request deadlines and limits: a floor is what the
+// machine manages, so that what the bus's own rules cost shows between
+// the bus and its floor.
 func loopbackServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

@@ -4,8 +4,9 @@
 package bustest
 
 import (
+	"net"
 	"net/http"
-	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,26 +45,76 @@ type Options struct {
 	// Store holds the in-memory store's settings, such as its byte
 	// bounds; nil means defaults.
 	Store *store.Options
+	// HeaderTimeout, RequestTimeout and MaxConns are the bus's
+	// connection rules ([bus.Options]); zero means the bus's defaults.
+	HeaderTimeout  time.Duration
+	RequestTimeout time.Duration
+	MaxConns       int
+	// Conns, if set, receives the counts of the bus's listener.
+	Conns *bus.ConnStats
 }
 
-// Start serves a new in-memory bus on 127.0.0.1 and returns its base URL.
-// Cleanup ends parked long-polls first, then closes the server and the
-// store.
+// Start serves a new in-memory bus on 127.0.0.1, as interlink-bus serves
+// it (its listener and HTTP server settings), and returns its base URL.
+// Cleanup ends parked long-polls first, then closes the server and every
+// connection, waits for the handlers still running, and closes the store.
 func Start(tb testing.TB, opts *Options) string {
 	tb.Helper()
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	st := store.NewMemory(o.Store)
-	srv := bus.New(st, &bus.Options{Now: o.Now})
+	bo := &bus.Options{
+		Now:            o.Now,
+		HeaderTimeout:  o.HeaderTimeout,
+		RequestTimeout: o.RequestTimeout,
+		MaxConns:       o.MaxConns,
+		Conns:          o.Conns,
+	}
+	srv := bus.New(st, bo)
 	var h http.Handler = srv
 	if o.Wrap != nil {
 		h = o.Wrap(srv)
 	}
-	ts := httptest.NewServer(h)
-	tb.Cleanup(func() { _ = st.Close() })
-	tb.Cleanup(ts.Close)
-	tb.Cleanup(srv.Shutdown) // runs first
-	return ts.URL
+	// Handlers may outlive the server's Close; the store is closed only
+	// after they are done, and none starts after that.
+	var (
+		mu       sync.Mutex
+		closed   bool // guarded by mu
+		handlers sync.WaitGroup
+	)
+	counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if closed {
+			mu.Unlock()
+			http.Error(w, "bus stopped", http.StatusServiceUnavailable)
+			return
+		}
+		handlers.Add(1)
+		mu.Unlock()
+		defer handlers.Done()
+		h.ServeHTTP(w, r)
+	})
+	hs := bus.NewHTTPServer(counted, bo)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(bus.Listen(ln, bo))
+	}()
+	tb.Cleanup(func() {
+		srv.Shutdown()
+		_ = hs.Close()
+		<-served
+		mu.Lock()
+		closed = true
+		mu.Unlock()
+		handlers.Wait()
+		_ = st.Close()
+	})
+	return "http://" + ln.Addr().String()
 }
