@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -131,28 +130,7 @@ func claudeAnswersPeer(peer string) []modelRule {
 		}
 		return write, true
 	}
-	receive := func(r *messagesRequest) (modelReply, bool) {
-		last := r.last()
-		if _, ok := r.lastToolResult(); ok || last.Role != "user" {
-			return modelReply{}, false
-		}
-		m := noticeIDRE.FindStringSubmatch(last.text())
-		if m == nil {
-			return modelReply{}, false
-		}
-		return modelReply{Tool: recv, Input: map[string]any{"notification_id": m[1]}}, true
-	}
-	acknowledge := func(r *messagesRequest) (modelReply, bool) {
-		res, ok := r.lastToolResult()
-		if !ok || res.Name != recv || res.IsError {
-			return modelReply{}, false
-		}
-		receipts, err := testutil.ParseReceipts(res.Text)
-		if err != nil || len(receipts) == 0 {
-			return modelReply{}, false
-		}
-		return modelReply{Tool: ack, Input: map[string]any{"messages": receipts}}, true
-	}
+	receive, acknowledge := fetchNotices(recv), acknowledgeFetched(recv, ack)
 	reply := func(r *messagesRequest) (modelReply, bool) {
 		res, ok := r.lastToolResult()
 		if !ok || res.Name != ack || res.IsError {
@@ -531,18 +509,8 @@ func codexTally(m *codexModel, thread string) (tally, <-chan struct{}) {
 // a turn in one thread, which lifts its pause: the message that waited
 // wakes it again, while the other thread stays paused.
 func TestCodexWakeBudgetStopsAnExchange(t *testing.T) {
-	if testing.Short() {
-		t.Skip("hosttest: skipping: starting the Codex daemon copies 0.4 GB")
-	}
+	home := daemonHome(t)
 	bin := codexCLI(t)
-	home := t.TempDir()
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(home, &fs); err != nil {
-		t.Fatalf("hosttest: statfs %s: %v", home, err)
-	}
-	if free := fs.Bavail * uint64(fs.Bsize); free < codexDaemonDisk {
-		t.Skipf("hosttest: skipping: %d MB free under %s, the Codex daemon needs %d MB", free>>20, home, codexDaemonDisk>>20)
-	}
 	e := newCodexEnv(t, home)
 	var (
 		mu      sync.Mutex

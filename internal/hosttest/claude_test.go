@@ -192,28 +192,7 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	recv, ack := pluginTool("receive_messages"), pluginTool("acknowledge_messages")
 	// Answer a notice with receive_messages, and its result with
 	// acknowledge_messages.
-	receive := func(r *messagesRequest) (modelReply, bool) {
-		last := r.last()
-		if _, ok := r.lastToolResult(); ok || last.Role != "user" {
-			return modelReply{}, false
-		}
-		m := noticeIDRE.FindStringSubmatch(last.text())
-		if m == nil {
-			return modelReply{}, false
-		}
-		return modelReply{Tool: recv, Input: map[string]any{"notification_id": m[1]}}, true
-	}
-	acknowledge := func(r *messagesRequest) (modelReply, bool) {
-		res, ok := r.lastToolResult()
-		if !ok || res.Name != recv || res.IsError {
-			return modelReply{}, false
-		}
-		receipts, err := testutil.ParseReceipts(res.Text)
-		if err != nil {
-			return modelReply{}, false
-		}
-		return modelReply{Tool: ack, Input: map[string]any{"messages": receipts}}, true
-	}
+	receive, acknowledge := fetchNotices(recv), acknowledgeFetched(recv, ack)
 	model := newFakeModel(t, receive, acknowledge)
 	h := newClaudeHost(t, bin, home, model.url, w.serverEnv()...)
 

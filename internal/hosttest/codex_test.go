@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -411,18 +410,8 @@ func TestCodexExecSendMessage(t *testing.T) {
 // hands the notice to codex queue, and the daemon starts a turn whose
 // input holds the notice.
 func TestCodexQueueDaemon(t *testing.T) {
-	if testing.Short() {
-		t.Skip("hosttest: skipping: starting the Codex daemon copies 0.4 GB")
-	}
+	home := daemonHome(t)
 	bin := codexCLI(t)
-	home := t.TempDir()
-	var fs syscall.Statfs_t
-	if err := syscall.Statfs(home, &fs); err != nil {
-		t.Fatalf("hosttest: statfs %s: %v", home, err)
-	}
-	if free := fs.Bavail * uint64(fs.Bsize); free < codexDaemonDisk {
-		t.Skipf("hosttest: skipping: %d MB free under %s, the Codex daemon needs %d MB", free>>20, home, codexDaemonDisk>>20)
-	}
 	e := newCodexEnv(t, home)
 	// The model does what the notice asks: it fetches the messages with
 	// the notice's id, then acknowledges them.

@@ -20,6 +20,25 @@ import (
 // CLI package, about 0.4 GB, into it.
 const codexDaemonDisk = 2 << 30
 
+// daemonHome returns a new Codex home folder for a test that starts Codex's
+// shared daemon, skipping the test with -short or when the folder's file
+// system has less than [codexDaemonDisk] free.
+func daemonHome(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("hosttest: skipping: starting the Codex daemon copies 0.4 GB")
+	}
+	home := t.TempDir()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(home, &fs); err != nil {
+		t.Fatalf("hosttest: statfs %s: %v", home, err)
+	}
+	if free := fs.Bavail * uint64(fs.Bsize); free < codexDaemonDisk {
+		t.Skipf("hosttest: skipping: %d MB free under %s, the Codex daemon needs %d MB", free>>20, home, codexDaemonDisk>>20)
+	}
+	return home
+}
+
 // codexDaemonTimeout bounds codex app-server daemon start and stop,
 // copying the package included.
 const codexDaemonTimeout = 2 * time.Minute

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // fakeModel stands in for the Anthropic Messages API, so that Claude Code
@@ -38,6 +40,39 @@ type modelRequest struct {
 
 // modelRule decides the answer to a Messages request.
 type modelRule = rule[*messagesRequest, modelReply]
+
+// fetchNotices returns a rule that answers a user turn holding an inbox
+// notice with a call of recv, the receive_messages tool, for its id.
+func fetchNotices(recv string) modelRule {
+	return func(r *messagesRequest) (modelReply, bool) {
+		last := r.last()
+		if _, ok := r.lastToolResult(); ok || last.Role != "user" {
+			return modelReply{}, false
+		}
+		m := noticeIDRE.FindStringSubmatch(last.text())
+		if m == nil {
+			return modelReply{}, false
+		}
+		return modelReply{Tool: recv, Input: map[string]any{"notification_id": m[1]}}, true
+	}
+}
+
+// acknowledgeFetched returns a rule that answers a successful result of
+// recv holding receipts with a call of ack, the acknowledge_messages tool,
+// passing them back.
+func acknowledgeFetched(recv, ack string) modelRule {
+	return func(r *messagesRequest) (modelReply, bool) {
+		res, ok := r.lastToolResult()
+		if !ok || res.Name != recv || res.IsError {
+			return modelReply{}, false
+		}
+		receipts, err := testutil.ParseReceipts(res.Text)
+		if err != nil || len(receipts) == 0 {
+			return modelReply{}, false
+		}
+		return modelReply{Tool: ack, Input: map[string]any{"messages": receipts}}, true
+	}
+}
 
 // modelReply is one answer of the fake model: a tool call when Tool is set,
 // else Text.
