@@ -234,10 +234,11 @@ func TestBusesOnOneStreamShareTheTotal(t *testing.T) {
 }
 
 // The bus says at start which byte bounds it applies: both, or with NATS
-// the total alone, and the defaults unless told otherwise.
+// the total alone, and the defaults unless told otherwise; and the largest
+// body it takes, 2 MiB where the store takes it.
 func TestListeningLogsTheByteBounds(t *testing.T) {
 	t.Parallel()
-	bounds := regexp.MustCompile(`msg="bus listening" addr=\S+ cap=\d+(?: queue_bytes=(\d+))? total_bytes=(\d+)\n`)
+	bounds := regexp.MustCompile(`msg="bus listening" addr=\S+ cap=\d+(?: queue_bytes=(\d+))? total_bytes=(\d+) max_body=2097152\n`)
 	srv := natstest.Start(t, nil)
 	for _, c := range []struct {
 		name         string

@@ -110,11 +110,12 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 		connect = append(connect, nats.UserCredentials(cfg.creds))
 	}
 	st, err := store.OpenNATS(cfg.url, &store.NATSOptions{
-		Options:  *opts,
-		Stream:   cfg.stream,
-		Replicas: cfg.replicas,
-		MaxValue: bus.MaxEnvelopeBytes,
-		Connect:  connect,
+		Options:      *opts,
+		Stream:       cfg.stream,
+		Replicas:     cfg.replicas,
+		MinValue:     bus.MinEnvelopeBytes,
+		LongestValue: bus.MaxEnvelopeBytes,
+		Connect:      connect,
 	})
 	if err != nil {
 		var hint []string
@@ -122,7 +123,8 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 		case errors.Is(err, store.ErrUnreachable):
 			hint = []string{"the bus does not start without its store; start nats-server first, or fix --nats"}
 		case errors.Is(err, store.ErrPayloadLimit):
-			hint = []string{"messages up to 2 MiB must fit: set max_payload: 4MB in every nats-server's configuration"}
+			hint = []string{fmt.Sprintf("the bus needs message bodies of at least %d bytes; set max_payload: 4MB in every nats-server's configuration, "+
+				"which takes every body of up to 2 MiB", bus.MinBodyBytes)}
 		}
 		return nil, nil, c.fail(exitError, "cannot open the queues in NATS: "+strings.TrimPrefix(err.Error(), "store: "), hint...), false
 	}
@@ -141,5 +143,10 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 	}
 	log.Info("queues and roster in NATS JetStream", "nats", st.Server(), "stream", cfg.stream,
 		"replicas", cfg.replicas, "roster", rl.Bucket())
+	if limit := bus.BodyLimit(st.MaxValue()); limit < bus.MaxBodyBytes {
+		log.Warn("the NATS server's max_payload limits message bodies; a larger /send gets 413",
+			"max_body", limit, "max_payload", st.MaxPayload(),
+			"hint", fmt.Sprintf("set max_payload to %d or more (such as 4MB) for bodies of up to 2 MiB", store.MinPayload(bus.MaxEnvelopeBytes)))
+	}
 	return st, rl, exitOK, true
 }

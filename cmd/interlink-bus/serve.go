@@ -71,11 +71,15 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The metrics exist before the store, which reports its commit times
 	// to them, and before the bus, whose handler they wrap.
 	metrics := busmetrics.New()
-	metrics.Limits(busmetrics.Limits{QueueCap: cfg.queueCap, QueueBytes: cfg.queueBytes, TotalBytes: cfg.totalBytes})
 	st, roster, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
 	}
+	if n, ok := st.(*store.NATS); ok {
+		// A stream with a lower max_bytes keeps it (see store.OpenNATS).
+		cfg.totalBytes = n.TotalBytes()
+	}
+	metrics.Limits(busmetrics.Limits{QueueCap: cfg.queueCap, QueueBytes: cfg.queueBytes, TotalBytes: cfg.totalBytes})
 	ln, err := net.Listen("tcp", cfg.addr.String())
 	if err != nil {
 		st.Close()
@@ -92,16 +96,17 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	} else {
 		log.Info("connection limit", "max", maxConns, "open_file_limit", "unknown")
 	}
+	conns := new(bus.ConnStats)
+	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns}
+	srv := bus.New(st, opts)
+
 	// The real address: with port 0 the system picked one.
 	listening := []any{"addr", ln.Addr().String(), "cap", cfg.queueCap}
 	if cfg.queueBytes > 0 {
 		listening = append(listening, "queue_bytes", cfg.queueBytes)
 	}
-	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes)...)
+	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes, "max_body", srv.MaxBody())...)
 
-	conns := new(bus.ConnStats)
-	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns}
-	srv := bus.New(st, opts)
 	hs := bus.NewHTTPServer(metrics.Handler(srv), opts)
 	metrics.Conns(conns)
 	// Shutdown closes the listener, and with it the connections still

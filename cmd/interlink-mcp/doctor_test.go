@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +21,11 @@ import (
 
 // doctorCmds are the script commands of the doctor scripts:
 //
-//	bus VAR                    serve an in-memory bus on 127.0.0.1 until
-//	                           the script ends; its URL goes into $VAR
+//	bus VAR [MAXVALUE]         serve an in-memory bus on 127.0.0.1 until
+//	                           the script ends; its URL goes into $VAR.
+//	                           With MAXVALUE its store takes values of at
+//	                           most that many bytes, as a NATS store on a
+//	                           server with a small max_payload does
 //	skewedrelay VAR SECONDS    serve a relay whose Date header is SECONDS
 //	                           ahead (negative: behind) and whose roster is
 //	                           empty; its URL goes into $VAR
@@ -40,11 +44,26 @@ var doctorCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"replacehook": cmdReplaceHook,
 }
 
+// limitedStore is a store in memory that says it takes values of at most
+// max bytes.
+type limitedStore struct {
+	*store.Memory
+	max int64
+}
+
+func (l limitedStore) MaxValue() int64 { return l.max }
+
 func cmdBus(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: bus VAR")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: bus VAR [MAXVALUE]")
 	}
-	srv := httptest.NewServer(bus.New(store.NewMemory(nil), &bus.Options{Version: "v-script"}))
+	var st store.Store = store.NewMemory(nil)
+	if len(args) == 2 {
+		n, err := strconv.ParseInt(args[1], 10, 64)
+		ts.Check(err)
+		st = limitedStore{Memory: store.NewMemory(nil), max: n}
+	}
+	srv := httptest.NewServer(bus.New(st, &bus.Options{Version: "v-script"}))
 	ts.Defer(srv.Close)
 	ts.Setenv(args[0], srv.URL)
 }

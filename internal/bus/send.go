@@ -14,8 +14,12 @@ import (
 // send serves POST /send: wrap the payload in an envelope stamped with the
 // bus clock, append it to the route's queue, and wake the route's polls.
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r, MaxBodyBytes)
+	limit := s.MaxBody()
+	body, err := s.readBody(w, r, limit)
 	if err != nil {
+		if limit < MaxBodyBytes && errors.Is(err, errTooLarge) {
+			return fmt.Errorf("%w, the most this bus's store takes", err)
+		}
 		return err
 	}
 	req, err := decodeSend(body)
@@ -59,6 +63,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 // never costs another client a message already accepted; it can only make
 // new sends wait.
 func (s *Server) refuse(to string, be *store.BoundError) error {
+	if errors.Is(be, store.ErrPayloadLimit) {
+		// The store's limit went down after the body was read, as when
+		// a NATS connection moved to a server with a lower max_payload.
+		s.log.Warn("message longer than the store takes", "to", to, "bytes", be.Size, "max_value", be.Bound)
+		return fmt.Errorf("%w: more than %d bytes, the most this bus's store takes", errTooLarge, BodyLimit(be.Bound))
+	}
 	if errors.Is(be, store.ErrTooLarge) {
 		s.counters.tooLarge.Add(1)
 		s.log.Warn("message larger than a route may hold", "to", to, "bytes", be.Size, "route_bytes", be.Bound)

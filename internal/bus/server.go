@@ -110,6 +110,11 @@ type Server struct {
 	roster  roster
 	page    atomic.Pointer[renderedPage] // the status page last rendered
 
+	// limiter is st when it limits its values, else nil; fixed at
+	// creation. maxBodyHeader caches the header value of MaxBody.
+	limiter       store.ValueLimiter
+	maxBodyHeader atomic.Pointer[maxBodyValue]
+
 	// Set by startShared at creation, for stores shared with other
 	// buses; nil otherwise. See shared.go.
 	unwatch func()        // stops the store's watch
@@ -146,6 +151,7 @@ func New(st store.Store, opts *Options) *Server {
 		s.maxWait = MaxRecvTimeout
 	}
 	s.started = s.now()
+	s.limiter, _ = st.(store.ValueLimiter)
 	s.startShared(opts)
 	return s
 }
@@ -187,6 +193,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if RefuseManyHeaderFields(w, r) {
 		return
 	}
+	s.setMaxBody(w)
 	ep, ok := endpoints[r.URL.Path]
 	if !ok {
 		s.fail(w, errNotFound)

@@ -83,3 +83,30 @@ func TestLimitsLeaveOutWhatIsNotSet(t *testing.T) {
 		t.Errorf("total bound = %v", got)
 	}
 }
+
+// limitedStore is a store in memory that takes values of up to limit
+// bytes, as a NATS store does.
+type limitedStore struct {
+	store.Store
+	limit int64
+}
+
+func (l limitedStore) MaxValue() int64 { return l.limit }
+
+// The largest body the bus accepts is a gauge: 2 MiB on a store without a
+// limit of its own, less on one that takes less.
+func TestMaxBodyIsAGauge(t *testing.T) {
+	s := serve(t, 0)
+	if got := value(t, s.scrape(), "interlink_bus_max_body_bytes"); got != bus.MaxBodyBytes {
+		t.Errorf("max body on a store in memory = %v, want %v", got, bus.MaxBodyBytes)
+	}
+
+	st := limitedStore{Store: store.NewMemory(nil), limit: 1 << 20}
+	srv := bus.New(st, nil)
+	ts := httptest.NewServer(New().Handler(srv))
+	t.Cleanup(func() { srv.Shutdown(); ts.Close(); st.Close() })
+	l := &served{t: t, srv: srv, url: ts.URL}
+	if got, want := value(t, l.scrape(), "interlink_bus_max_body_bytes"), float64(bus.BodyLimit(1<<20)); got != want {
+		t.Errorf("max body on a store taking 1 MiB = %v, want %v", got, want)
+	}
+}

@@ -111,7 +111,11 @@ func (m *Metrics) Handler(srv *bus.Server) http.Handler {
 	}
 	// Unknown paths share one label: a path is whatever a client sends.
 	m.other = &endpoint{label: "other", duration: m.durations.WithLabelValues("other")}
-	m.reg.MustRegister(&statsCollector{srv: srv})
+	m.reg.MustRegister(&statsCollector{srv: srv},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "max_body_bytes",
+			Help: "The largest /send body the bus accepts now; a larger one gets 413. 2 MiB unless the store takes less, as a NATS server with a smaller max_payload does.",
+		}, func() float64 { return float64(srv.MaxBody()) }))
 	return m
 }
 

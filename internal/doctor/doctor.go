@@ -40,8 +40,8 @@ const (
 
 // Check is the result of one check.
 type Check struct {
-	// ID names the kind of check: key, peers, state, relays, relay, clock,
-	// roster, claude, listener, mailbox, budgets, codex. Several checks may share
+	// ID names the kind of check: key, peers, state, relays, relay, size,
+	// clock, roster, claude, listener, mailbox, budgets, codex. Several checks may share
 	// one (a relay check per relay).
 	ID string `json:"id"`
 	// Name says what was checked, for a person: "key file", "relay

@@ -52,6 +52,7 @@ func (r *report) relay(ctx context.Context, c *relay.Client) bool {
 		detail += ", interlink-bus " + h.Version
 	}
 	r.add("relay", name, OK, detail, "")
+	r.bodyLimit(c.URL(), h.MaxBody)
 
 	cname := "clock against " + c.URL()
 	off, ok := h.ClockOffset()
@@ -79,6 +80,28 @@ func (r *report) relay(ctx context.Context, c *relay.Client) bool {
 		r.add("clock", cname, OK, fmt.Sprintf("within %s of the relay's clock", max(abs, time.Second)), "")
 	}
 	return true
+}
+
+// fullBody is the largest /send body the original's relays take, and
+// interlink-bus unless its store takes less.
+const fullBody = 2 << 20
+
+// bodyLimit reports the relay's limit on /send bodies, which its /healthz
+// answer gives (0 when it does not say). A limit below 2 MiB comes from
+// the bus's store, a NATS server with a smaller max_payload: messages
+// beyond it are refused there for good.
+func (r *report) bodyLimit(url string, limit int64) {
+	name := "message size at " + url
+	switch {
+	case limit == 0:
+		r.add("size", name, OK, "the relay does not say its limit; relays that do not say take bodies of up to 2 MiB", "")
+	case limit >= fullBody:
+		r.add("size", name, OK, fmt.Sprintf("takes message bodies of up to %d bytes", limit), "")
+	default:
+		r.add("size", name, Warn, fmt.Sprintf("takes message bodies of up to %d bytes only, less than the 2 MiB other relays take: "+
+			"a longer message is refused there, and send_message refuses one that no relay takes", limit),
+			"raise max_payload of the relay's NATS server (max_payload: 4MB takes every body of up to 2 MiB), then restart the bus")
+	}
 }
 
 // roster checks that this session, or at least this identity, is on the

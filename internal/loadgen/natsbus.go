@@ -63,9 +63,10 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	}()
 	for range cfg.Buses {
 		st, err := store.OpenNATS(natsURL, &store.NATSOptions{
-			Options:  store.Options{Cap: cfg.QueueCap, Logger: logger},
-			Stream:   stream,
-			MaxValue: bus.MaxEnvelopeBytes,
+			Options:      store.Options{Cap: cfg.QueueCap, Logger: logger},
+			Stream:       stream,
+			MinValue:     bus.MinEnvelopeBytes,
+			LongestValue: bus.MaxEnvelopeBytes,
 		})
 		if err != nil {
 			return nil, err

@@ -130,6 +130,9 @@ type Client struct {
 	// last is the wall time in Unix nanoseconds when the last request
 	// started.
 	last atomic.Int64
+	// maxBody is the relay's limit on /send bodies from the last answer
+	// that gave one, or 0; see [Client.MaxBody].
+	maxBody atomic.Int64
 }
 
 // New returns a client for the relay at baseURL, which should come from
@@ -366,6 +369,7 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
 	}
 	defer resp.Body.Close()
+	c.noteMaxBody(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
 		return nil, &StatusError{
@@ -387,6 +391,41 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		return nil, fmt.Errorf("%w: %s from %s: over %d bytes", ErrTooLarge, op, c.base, limit)
 	}
 	return b, nil
+}
+
+// maxBodyHeader is the header in which interlink-bus gives the largest
+// /send body it takes (bus.MaxBodyHeader; this package does not import
+// the bus).
+const maxBodyHeader = "Interlink-Max-Body"
+
+// MaxBody returns the largest /send request body the relay takes, as the
+// last of its answers that said so gave it; ok is false when none did,
+// as the original's relays never do (they take 2 MiB). interlink-bus
+// says it in every answer, and takes less than 2 MiB when its store does,
+// such as a NATS server with a smaller max_payload. The value comes from
+// the relay and is a hint: it can only make the agent expect a refusal
+// from that relay.
+func (c *Client) MaxBody() (limit int64, ok bool) {
+	limit = c.maxBody.Load()
+	return limit, limit > 0
+}
+
+// noteMaxBody records the relay's limit from h, when h gives one.
+func (c *Client) noteMaxBody(h http.Header) {
+	if n, ok := parseMaxBody(h); ok {
+		c.maxBody.Store(n)
+	}
+}
+
+// parseMaxBody reads the relay's limit from h: a positive decimal number
+// of at most 19 digits, nothing else.
+func parseMaxBody(h http.Header) (int64, bool) {
+	v := h.Get(maxBodyHeader)
+	if v == "" || len(v) > 19 || strings.Trim(v, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n > 0
 }
 
 // newRequest builds a request whose trace sets reused when it gets a

@@ -27,6 +27,9 @@ type Health struct {
 	// Version is the bus's version header, cleaned and capped like a
 	// roster name, or "" when the bus does not report one.
 	Version string
+	// MaxBody is the largest /send body the bus says it takes, or 0 when
+	// it does not say (see [Client.MaxBody]).
+	MaxBody int64
 }
 
 // ClockOffset estimates how far the relay's clock is ahead of the local
@@ -59,6 +62,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 		return Health{}, fmt.Errorf("relay: health request failed: %w", err)
 	}
 	defer resp.Body.Close()
+	c.noteMaxBody(resp.Header)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, smallLimit))
 	h.Received = time.Now()
 	h.RTT = h.Received.Sub(h.Sent)
@@ -73,6 +77,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 		h.Date = d
 	}
 	h.Version = untrusted.Name(resp.Header.Get(versionHeader))
+	h.MaxBody, _ = parseMaxBody(resp.Header)
 	return h, nil
 }
 

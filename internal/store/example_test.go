@@ -74,7 +74,7 @@ func ExampleOpenNATS() {
 		Options:  store.Options{Cap: 1024},
 		Stream:   "INTERLINK",
 		Replicas: 3,
-		MaxValue: 4 << 20,
+		MinValue: 64 << 10,
 	})
 	if err != nil {
 		// errors.Is tells ErrUnreachable, ErrNoJetStream, ErrStreamConfig

@@ -48,10 +48,16 @@ type NATSOptions struct {
 	// Timeout bounds connecting and each request to the server; zero or
 	// less means [DefaultNATSTimeout].
 	Timeout time.Duration
-	// MaxValue, when above zero, is the largest value the caller will
-	// enqueue. OpenNATS fails with [ErrPayloadLimit] if the server's
-	// max_payload is lower, instead of the first large send failing later.
-	MaxValue int
+	// MinValue, when above zero, is the smallest limit on values the
+	// caller can work with. OpenNATS fails with [ErrPayloadLimit] when
+	// the server's max_payload leaves less. Otherwise the store takes
+	// values up to [NATS.MaxValue], whatever the caller would like.
+	MinValue int
+	// LongestValue, when above zero, is the longest value the caller
+	// will enqueue; zero means as long as the server takes. An existing
+	// stream whose max_bytes is below the store's total is taken as it is
+	// only when it holds a value this long (see [OpenNATS]).
+	LongestValue int
 	// Connect holds further connection options, such as
 	// nats.UserCredentials for a credentials file. They apply after the
 	// store's own, so they may override them. A user and password may
@@ -147,8 +153,12 @@ type NATS struct {
 	cap     int                 // fixed at open
 	timeout time.Duration       // fixed at open
 	log     *slog.Logger        // fixed at open
-	// routeBytes and totalBytes are the byte bounds; fixed at open.
-	routeBytes, totalBytes int64
+	// routeBytes bounds a single entry; fixed at open.
+	routeBytes int64
+	// totalBytes is the stream's max_bytes as last seen: set at open
+	// (see fitStream), read again when the server refuses a publish for
+	// it, since another process on the stream may have lowered it.
+	totalBytes atomic.Int64
 
 	closed atomic.Bool
 	turns  routeTurns  // has its own lock
@@ -162,8 +172,18 @@ var _ Store = (*NATS)(nil)
 // OpenNATS connects to the NATS server at serverURL (nats://host:port, or a
 // comma-separated list of servers of one cluster) and opens the stream,
 // creating it if it does not exist. Its errors wrap [ErrUnreachable] when
-// no server answers, [ErrNoJetStream] when JetStream is off, and are a
-// [*StreamConfigError] when an existing stream does not fit.
+// no server answers, [ErrNoJetStream] when JetStream is off,
+// [ErrPayloadLimit] when the server's max_payload leaves less than
+// [NATSOptions.MinValue], and are a [*StreamConfigError] when an existing
+// stream does not fit.
+//
+// An existing stream that a store made is brought up to date where that
+// loses nothing: a stream of an older store, which discarded old messages
+// and had no max_bytes, gets discard "new" and the total as max_bytes, and
+// a max_bytes above the total is lowered to it. A max_bytes below the
+// total is kept and becomes the store's total ([NATS.TotalBytes]), so of
+// several processes on one stream the smallest total wins. Every other
+// difference is refused, and the stream left as it was.
 func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 	base := opts.base()
 	name := opts.stream()
@@ -181,7 +201,9 @@ func OpenNATS(serverURL string, opts *NATSOptions) (*NATS, error) {
 		log:     base.logger(),
 		origin:  rand.Text(),
 	}
-	s.routeBytes, s.totalBytes = base.Bounds()
+	var total int64
+	s.routeBytes, total = base.Bounds()
+	s.totalBytes.Store(total)
 	s.bg.init()
 	where := redact(serverURL)
 	conn := []nats.Option{
@@ -250,16 +272,17 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 		}
 		return fmt.Errorf("store: JetStream account info: %w", err)
 	}
-	if opts != nil && opts.MaxValue > 0 && s.nc.MaxPayload() < int64(opts.MaxValue+originHeaderBytes) {
-		return fmt.Errorf("%w: the server accepts messages up to %d bytes, the store must accept %d: raise max_payload in the nats-server configuration",
-			ErrPayloadLimit, s.nc.MaxPayload(), opts.MaxValue+originHeaderBytes)
+	if opts != nil && opts.MinValue > 0 && s.MaxValue() < int64(opts.MinValue) {
+		return fmt.Errorf("%w: the server's max_payload is %d bytes, which leaves %d for a value; the store needs at least %d: "+
+			"set max_payload to %d or more in the nats-server configuration",
+			ErrPayloadLimit, s.nc.MaxPayload(), s.MaxValue(), opts.MinValue, MinPayload(opts.MinValue))
 	}
 
 	var first uint64
 	if ns := base.now().UnixNano(); ns > 0 {
 		first = uint64(ns)
 	}
-	want := streamConfig(s.name, s.cap, replicas, s.totalBytes, first)
+	want := streamConfig(s.name, s.cap, replicas, s.totalBytes.Load(), first)
 	stream, err := js.Stream(ctx, s.name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		stream, err = js.CreateStream(ctx, want)
@@ -271,14 +294,18 @@ func (s *NATS) open(base *Options, replicas int, opts *NATSOptions) error {
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
 			return &StreamConfigError{Stream: s.name, Overlap: apiErr.Description}
 		case err == nil:
-			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap, "max_bytes", s.totalBytes)
+			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap, "max_bytes", want.MaxBytes)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("store: open stream %q: %w", s.name, err)
 	}
-	if ms := compareStreamConfig(stream.CachedInfo().Config, want); len(ms) > 0 {
-		return &StreamConfigError{Stream: s.name, Mismatches: ms}
+	longest := s.MaxValue()
+	if opts != nil && opts.LongestValue > 0 {
+		longest = min(longest, int64(opts.LongestValue))
+	}
+	if stream, err = s.fitStream(ctx, js, stream, want, longest); err != nil {
+		return err
 	}
 	s.js, s.stream = js, stream
 	return nil
@@ -321,6 +348,9 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 	if size := EntrySize(route, len(value)); size > s.routeBytes {
 		return "", 0, &BoundError{Err: ErrTooLarge, Bound: s.routeBytes, Size: size}
 	}
+	if limit := s.MaxValue(); int64(len(value)) > limit {
+		return "", 0, &BoundError{Err: ErrPayloadLimit, Bound: limit, Size: int64(len(value))}
+	}
 	subject := NATSSubject(s.name, route)
 	defer s.turns.take(route)()
 	ctx, cancel := s.ctx()
@@ -333,15 +363,49 @@ func (s *NATS) Enqueue(route string, value []byte) (key string, dropped int, err
 	ack, err := s.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
-			return "", 0, fmt.Errorf("%w: %d bytes, the server accepts %d: raise max_payload in the nats-server configuration",
-				ErrPayloadLimit, len(value), s.nc.MaxPayload())
+			// The connection moved to a server with a lower max_payload
+			// since the check above.
+			return "", 0, &BoundError{Err: ErrPayloadLimit, Bound: s.MaxValue(), Size: int64(len(value))}
 		}
 		if isStreamFull(err) {
-			return "", 0, &BoundError{Err: ErrFull, Bound: s.totalBytes, Size: int64(len(msg.Subject) + len(value))}
+			return "", 0, &BoundError{Err: ErrFull, Bound: s.refreshTotal(ctx), Size: int64(len(msg.Subject) + len(value))}
 		}
 		return "", 0, s.wrap("enqueue", err)
 	}
 	return Key(route, ack.Sequence), max(0, before+1-s.cap), nil
+}
+
+// MaxValue returns the length of the largest value Enqueue takes now:
+// what the max_payload of the server the store is connected to leaves
+// once the store's header is added. It follows the connection: a store
+// that reconnects to a server of its cluster with another max_payload
+// takes what that server takes. A NATS server started without settings
+// takes 1 MiB.
+func (s *NATS) MaxValue() int64 {
+	return max(s.nc.MaxPayload()-originHeaderBytes, 0)
+}
+
+// MaxPayload returns the max_payload of the server the store is
+// connected to, or last was.
+func (s *NATS) MaxPayload() int64 { return s.nc.MaxPayload() }
+
+// MinPayload returns the max_payload a NATS server needs for a [NATS]
+// store to take values of value bytes.
+func MinPayload(value int) int64 { return int64(value) + originHeaderBytes }
+
+// TotalBytes returns the stream's max_bytes as the store last saw it: the
+// total of [Options.TotalBytes] unless the stream keeps a lower one (see
+// [OpenNATS]).
+func (s *NATS) TotalBytes() int64 { return s.totalBytes.Load() }
+
+// refreshTotal reads the stream's max_bytes again after the server
+// refused a publish for it, and returns it; on failure it returns the
+// value last seen.
+func (s *NATS) refreshTotal(ctx context.Context) int64 {
+	if info, err := s.stream.Info(ctx); err == nil && info.Config.MaxBytes > 0 {
+		s.totalBytes.Store(info.Config.MaxBytes)
+	}
+	return s.totalBytes.Load()
 }
 
 // jsErrCodeStoreFailed is the JetStream error code of a publish the

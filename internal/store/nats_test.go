@@ -63,7 +63,7 @@ func (s *NATS) check() error {
 	if err != nil {
 		return err
 	}
-	if ms := compareStreamConfig(info.Config, streamConfig(s.name, s.cap, info.Config.Replicas, s.totalBytes, 0)); len(ms) > 0 {
+	if ms := compareStreamConfig(info.Config, streamConfig(s.name, s.cap, info.Config.Replicas, s.totalBytes.Load(), 0)); len(ms) > 0 {
 		return &StreamConfigError{Stream: s.name, Mismatches: ms}
 	}
 	for subject, n := range info.State.Subjects {
@@ -498,21 +498,6 @@ func TestOpenNATSBadOptions(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestNATSPayloadLimit(t *testing.T) {
-	t.Parallel()
-	srv := natstest.Start(t, &natstest.Options{MaxPayload: 64 << 10})
-	_, err := OpenNATS(srv.URL(), &NATSOptions{Stream: "SMALL", MaxValue: 2 << 20})
-	if !errors.Is(err, ErrPayloadLimit) || !strings.Contains(err.Error(), "max_payload") {
-		t.Fatalf("OpenNATS with MaxValue above max_payload: %v, want ErrPayloadLimit", err)
-	}
-	s := openNATSWith(t, srv, &NATSOptions{Stream: "SMALL"})
-	if _, _, err := s.Enqueue("K#s", make([]byte, 128<<10)); !errors.Is(err, ErrPayloadLimit) {
-		t.Fatalf("Enqueue above max_payload: %v, want ErrPayloadLimit", err)
-	}
-	wantEmpty(t, s, "K#s")
-	enqueue(t, s, "K#s", "small")
 }
 
 // Calls that race Close fail with ErrClosed, not with an error of the

@@ -40,7 +40,7 @@ func TestNATSClusterSurvivesTheLossOfAServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of three and waits for a failover")
 	}
-	c := natstest.StartCluster(t, 3)
+	c := natstest.StartCluster(t, 3, nil)
 	opts := &NATSOptions{Stream: "HA", Replicas: 3, Connect: []nats.Option{nats.ReconnectWait(50 * time.Millisecond)}}
 	open := func() (*NATS, *NATSRoster) {
 		t.Helper()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -85,6 +86,11 @@ func checkStreamName(name string) error {
 // maxReplicas is the most replicas JetStream keeps of a stream.
 const maxReplicas = 5
 
+// streamDescription is the description of every stream a [NATS] store
+// creates, since the first version; a stream that carries it is taken to
+// be one a store made (see fitStream).
+const streamDescription = "interlink bus queues, one subject per route"
+
 // streamConfig returns the settings of the stream the store creates. first
 // is its first sequence (see [NATS]). The stream keeps at most capacity
 // messages per subject, discarding the oldest of a subject, and at most
@@ -94,7 +100,7 @@ const maxReplicas = 5
 func streamConfig(name string, capacity, replicas int, totalBytes int64, first uint64) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:              name,
-		Description:       "interlink bus queues, one subject per route",
+		Description:       streamDescription,
 		Subjects:          []string{NATSSubjects(name)},
 		Retention:         jetstream.LimitsPolicy,
 		MaxConsumers:      -1,
@@ -226,4 +232,109 @@ func persistMode(m jetstream.PersistModeType) string {
 		return "async"
 	}
 	return "default"
+}
+
+// fitUpdates bounds how often fitStream updates a stream before it gives
+// up: another process may change the stream between an update and the
+// next look at it.
+const fitUpdates = 3
+
+// fitStream makes the existing stream fit the store, or reports why it
+// cannot: the store changes a stream only where doing so loses no message
+// and overrides no bound another process set; every other difference
+// stops the open with a [*StreamConfigError] listing it, and the stream
+// is left as it was.
+//
+// What it changes, in a stream a store made (its description is
+// [streamDescription]):
+//
+//   - discard "old" becomes "new". Stores before the total byte bound
+//     made streams that discard old messages; with "new", the stream
+//     keeps every message it has and refuses a publish over max_bytes,
+//     while the per-subject cap still discards the route's oldest.
+//   - max_bytes above the store's total, or none, is lowered to it. With
+//     discard "new" the server removes nothing when max_bytes goes down:
+//     a stream that holds more refuses new messages until receivers have
+//     acknowledged enough.
+//
+// A stream whose max_bytes is below the store's total keeps it, and the
+// store takes it as its total ([NATS.TotalBytes]): of several processes
+// on one stream with different totals, the smallest wins, whichever
+// started first, and no process ever raises what another set. Raising it
+// is the operator's act (nats stream edit). A max_bytes too small to hold
+// the longest value the store takes is not taken.
+//
+// Everything else that compareStreamConfig lists is refused as before:
+// a different per-route cap (lowering it would drop queued messages),
+// replica count, retention, storage, age or message limits, and any
+// stream a store did not make.
+func (s *NATS) fitStream(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, want jetstream.StreamConfig, longest int64) (jetstream.Stream, error) {
+	for range fitUpdates {
+		have := stream.CachedInfo().Config
+		plan := planFit(have, want, longest)
+		if len(plan.refused) > 0 {
+			return nil, &StreamConfigError{Stream: s.name, Mismatches: plan.refused}
+		}
+		s.totalBytes.Store(plan.total)
+		if len(plan.changes) == 0 {
+			if plan.total < want.MaxBytes {
+				s.log.Warn("the stream keeps a lower total than this bus's; it applies", "stream", s.name,
+					"max_bytes", plan.total, "total_bytes", want.MaxBytes)
+			}
+			return stream, nil
+		}
+		if _, err := js.UpdateStream(ctx, plan.config); err != nil {
+			return nil, fmt.Errorf("store: bring stream %q up to date (%s): %w", s.name, changeList(plan.changes), err)
+		}
+		s.log.Info("stream brought up to date", "stream", s.name, "changed", changeList(plan.changes))
+		// Look again: another process may have changed it meanwhile.
+		var err error
+		if stream, err = js.Stream(ctx, s.name); err != nil {
+			return nil, fmt.Errorf("store: open stream %q: %w", s.name, err)
+		}
+	}
+	return nil, fmt.Errorf("store: stream %q still changes after %d updates: is another process editing it?", s.name, fitUpdates)
+}
+
+// fitPlan is what fitStream does to a stream.
+type fitPlan struct {
+	config  jetstream.StreamConfig // the stream's settings after the changes
+	changes []ConfigMismatch       // the settings changed, from Have to Want
+	refused []ConfigMismatch       // the differences fitStream does not change
+	total   int64                  // the store's total byte bound after the changes
+}
+
+// planFit decides how fitStream treats each difference between the
+// stream's settings have and the store's want; longest is the longest
+// value the store takes, which max_bytes must hold.
+func planFit(have, want jetstream.StreamConfig, longest int64) fitPlan {
+	p := fitPlan{config: have, total: want.MaxBytes}
+	owned := have.Description == streamDescription
+	for _, m := range compareStreamConfig(have, want) {
+		switch {
+		case owned && m.Field == "discard" && have.Discard == jetstream.DiscardOld:
+			p.config.Discard = jetstream.DiscardNew
+			p.changes = append(p.changes, m)
+		case owned && m.Field == "max_bytes" && (have.MaxBytes <= 0 || have.MaxBytes > want.MaxBytes):
+			p.config.MaxBytes = want.MaxBytes
+			p.changes = append(p.changes, m)
+		case owned && m.Field == "max_bytes" && have.MaxBytes >= longest:
+			p.total = have.MaxBytes // the smaller one wins
+		case m.Field == "max_bytes" && owned:
+			m.Want = fmt.Sprintf("%s (or at least %d, the longest message)", m.Want, longest)
+			p.refused = append(p.refused, m)
+		default:
+			p.refused = append(p.refused, m)
+		}
+	}
+	return p
+}
+
+// changeList writes changes as "field a -> b, ...".
+func changeList(changes []ConfigMismatch) string {
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = fmt.Sprintf("%s %s -> %s", c.Field, c.Have, c.Want)
+	}
+	return strings.Join(parts, ", ")
 }

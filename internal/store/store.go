@@ -19,8 +19,10 @@
 //
 // Stores may offer more through optional interfaces: [Totaler] counts what
 // all queues hold; [Watcher] tells of messages that other processes stored
-// in a shared store, and [Health] whether a store that lives behind a
-// connection can serve now. The JetStream store implements all three, and
+// in a shared store, [Health] whether a store that lives behind a
+// connection can serve now, and [ValueLimiter] how long a value may be
+// when something other than the byte bounds limits it. The JetStream
+// store implements all four, and
 // keeps the bus roster's records for every process on its stream
 // ([NATS.OpenRoster]).
 //
@@ -93,8 +95,9 @@ var (
 	// differing settings.
 	ErrStreamConfig = errors.New("store: stream settings do not fit")
 	// ErrPayloadLimit is returned by [OpenNATS] when the server's
-	// max_payload is below [NATSOptions.MaxValue], and by [NATS.Enqueue]
-	// for a value above it.
+	// max_payload leaves less than [NATSOptions.MinValue], and wrapped by
+	// the [*BoundError] of an enqueue of a value longer than
+	// [NATS.MaxValue].
 	ErrPayloadLimit = errors.New("store: value above the NATS server's max_payload")
 	// ErrCorrupt is wrapped by every [*CorruptError]: a database file that
 	// is damaged, cut short or not a database at all.
@@ -112,20 +115,25 @@ var (
 )
 
 // BoundError reports an enqueue refused by a byte bound. It wraps
-// [ErrFull] or [ErrTooLarge].
+// [ErrFull], [ErrTooLarge] or [ErrPayloadLimit].
 type BoundError struct {
-	// Err is ErrFull or ErrTooLarge.
+	// Err is ErrFull, ErrTooLarge or ErrPayloadLimit.
 	Err error
 	// Bound is the bound that refused it, in bytes: [Options.TotalBytes]
-	// for ErrFull, [Options.RouteBytes] for ErrTooLarge.
+	// for ErrFull, [Options.RouteBytes] for ErrTooLarge, the largest
+	// value the store takes ([NATS.MaxValue]) for ErrPayloadLimit.
 	Bound int64
-	// Size is the entry's size as [EntrySize] counts it.
+	// Size is the entry's size as [EntrySize] counts it; for
+	// ErrPayloadLimit, the value's length.
 	Size int64
 }
 
 func (e *BoundError) Error() string {
-	if errors.Is(e.Err, ErrTooLarge) {
+	switch {
+	case errors.Is(e.Err, ErrTooLarge):
 		return fmt.Sprintf("%v: it counts %d bytes, a queue holds at most %d", e.Err, e.Size, e.Bound)
+	case errors.Is(e.Err, ErrPayloadLimit):
+		return fmt.Sprintf("%v: a value of %d bytes, the server takes at most %d", e.Err, e.Size, e.Bound)
 	}
 	return fmt.Sprintf("%v: an entry of %d bytes would take the queues past their total bound of %d bytes", e.Err, e.Size, e.Bound)
 }
@@ -267,6 +275,18 @@ type Store interface {
 	// [ErrClosed].
 	Close() error
 }
+
+// ValueLimiter is a store that limits the length of a value beside its
+// byte bounds: [NATS] takes no value longer than its server's max_payload
+// allows. An enqueue of a longer value is refused with a [*BoundError]
+// wrapping [ErrPayloadLimit]. The limit may change while the store runs.
+type ValueLimiter interface {
+	// MaxValue returns the length of the largest value the store takes
+	// now. It does no I/O, so it can be asked for every request.
+	MaxValue() int64
+}
+
+var _ ValueLimiter = (*NATS)(nil)
 
 // Key returns the storage key of sequence number seq in route's queue.
 func Key(route string, seq uint64) string {

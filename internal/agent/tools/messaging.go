@@ -24,6 +24,8 @@ import (
 
 // MaxSendBody is the largest /send request body send_message accepts to
 // build, so that relays, which take up to 2 MiB, never refuse it for size.
+// A relay that says it takes less (interlink-bus on a NATS server with a
+// smaller max_payload) lowers what goes through it; see [sizeCheck].
 const MaxSendBody = 1 << 20
 
 // statuses lists the task statuses, for error messages.
@@ -108,7 +110,7 @@ func (m *Messaging) sendMessage(ctx context.Context, s *session.Session, a sendA
 		return "", err
 	}
 	msg := identity.Message{Text: a.Text, TaskID: a.TaskID, Status: st, InReplyTo: a.InReplyTo}
-	msgID, err := m.queue(ctx, s, t, a.To, a.Text, &msg)
+	msgID, sizeNote, err := m.queue(ctx, s, t, a.To, a.Text, &msg)
 	if err != nil {
 		return "", err
 	}
@@ -128,6 +130,7 @@ func (m *Messaging) sendMessage(ctx context.Context, s *session.Session, a sendA
 	}
 	b.WriteString(" — ")
 	b.WriteString(t.where.note())
+	b.WriteString(sizeNote)
 	return b.String(), nil
 }
 
@@ -154,15 +157,15 @@ func (m *Messaging) cancelTask(ctx context.Context, s *session.Session, a cancel
 		text = "canceled"
 	}
 	msg := identity.Message{Text: text, TaskID: a.TaskID, Status: identity.Status("canceled")}
-	msgID, err := m.queue(ctx, s, t, a.To, "[cancel "+a.TaskID+"] "+text, &msg)
+	msgID, sizeNote, err := m.queue(ctx, s, t, a.To, "[cancel "+a.TaskID+"] "+text, &msg)
 	if err != nil {
 		return "", err
 	}
 	if err := s.Progress.Canceled(a.TaskID); err != nil {
 		m.Log.Debug("progress marker", "err", err)
 	}
-	return fmt.Sprintf("cancellation of task %s sent to %s (%s) (msg_id %s) — %s",
-		a.TaskID, a.To, render.Inert(untrusted.Label(t.session)), msgID, t.where.note()), nil
+	return fmt.Sprintf("cancellation of task %s sent to %s (%s) (msg_id %s) — %s%s",
+		a.TaskID, a.To, render.Inert(untrusted.Label(t.session)), msgID, t.where.note(), sizeNote), nil
 }
 
 // resolve finds the recipient key of to in a fresh read of peers.json. With
@@ -191,11 +194,13 @@ func (m *Messaging) resolve(to string, allowSelf bool) (identity.PublicKey, stri
 // queue signs msg from this session to t and writes it to the outbox,
 // logged under the label peer with logText. It is the one way out of
 // this session for a message. The message is on disk when queue returns;
-// a full outbox is an error the caller can act on.
-func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, peer, logText string, msg *identity.Message) (string, error) {
-	msgID, err := identity.NewMsgID(nil)
+// a full outbox is an error the caller can act on. sizeNote, when not
+// empty, is a sentence for the tool's answer naming relays that will
+// refuse the message for its size (see [sizeCheck]).
+func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, peer, logText string, msg *identity.Message) (msgID, sizeNote string, err error) {
+	msgID, err = identity.NewMsgID(nil)
 	if err != nil {
-		return "", fmt.Errorf("new msg_id: %w", err)
+		return "", "", fmt.Errorf("new msg_id: %w", err)
 	}
 	msg.From = m.Signer.Public().String()
 	msg.To = t.key.String()
@@ -204,29 +209,31 @@ func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, pee
 	msg.Kind = identity.KindMessage
 	msg.ReplyTo = s.Route.String()
 	if err := m.Signer.SignMessage(msg); err != nil {
-		return "", fmt.Errorf("sign: %w", err)
+		return "", "", fmt.Errorf("sign: %w", err)
 	}
 	rt := route.New(t.key.String(), t.session).String()
-	if n, err := sendBodySize(rt, msg); err != nil {
-		return "", fmt.Errorf("encode: %w", err)
-	} else if n > MaxSendBody {
-		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
+	n, err := sendBodySize(rt, msg)
+	if err != nil {
+		return "", "", fmt.Errorf("encode: %w", err)
+	}
+	if sizeNote, err = sizeCheck(n, m.Relays); err != nil {
+		return "", "", err
 	}
 	if err := s.Budget.Send(ctx, budget.Peer{Key: t.key, Name: peer}, msg.TaskID, msg.Status); err != nil {
 		if le, ok := errors.AsType[*budget.SendLimitError](err); ok {
-			return "", invalidf("not sent: this would be the %s message to %s within %s without a prompt from your operator, "+
+			return "", "", invalidf("not sent: this would be the %s message to %s within %s without a prompt from your operator, "+
 				"more than the send budget allows (%s). Stop the exchange here and ask your operator how to go on; "+
 				"their next prompt lifts the limit", ordinal(le.Limit.N+1), untrusted.Quote(peer), le.Limit.Window(), le.Limit)
 		}
-		return "", localState(err)
+		return "", "", localState(err)
 	}
 	if err := s.Outbox.EnqueueLogged(ctx, rt, peer, logText, *msg); err != nil {
 		if errors.Is(err, outbox.ErrFull) {
-			return "", invalidf("not sent: %v", err)
+			return "", "", invalidf("not sent: %v", err)
 		}
-		return "", localState(err)
+		return "", "", localState(err)
 	}
-	return msgID, nil
+	return msgID, sizeNote, nil
 }
 
 // ordinal writes n as 31st, 32nd, 33rd, 34th.
@@ -242,6 +249,41 @@ func ordinal(n int) string {
 		suffix = "rd"
 	}
 	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+// sizeCheck decides what a /send body of n bytes meets at the relays:
+// an error for the model when n is over [MaxSendBody], or over the limit
+// of every relay (each says its limit in its answers, [relay.Client.MaxBody];
+// one that never said takes 2 MiB), so that the message is not queued only
+// to be refused; otherwise, when some relays take less than n, a note
+// naming them, since the message goes through the others. A relay's limit
+// only ever makes the agent expect a refusal from that relay, so a relay
+// that lies about it harms no message sent through another.
+func sizeCheck(n int, relays []*relay.Client) (note string, err error) {
+	if n > MaxSendBody {
+		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
+	}
+	var small []string
+	var largest int64
+	takes := len(relays) == 0
+	for _, r := range relays {
+		limit, ok := r.MaxBody()
+		if !ok || int64(n) <= limit {
+			takes = true
+			continue
+		}
+		small = append(small, fmt.Sprintf("%s takes at most %d bytes", r.URL(), limit))
+		largest = max(largest, limit)
+	}
+	switch {
+	case len(small) == 0:
+		return "", nil
+	case !takes:
+		return "", invalidf("message too large for the relays: the request would be %d bytes, and %s; split the text into parts that stay under %d bytes",
+			n, strings.Join(small, ", "), largest)
+	}
+	return fmt.Sprintf(". At %d bytes the message is too large for some relays, which will refuse it (%s); the others carry it",
+		n, strings.Join(small, ", ")), nil
 }
 
 // sendBodySize returns the size of the /send request that carries msg to

@@ -52,6 +52,25 @@ type Options struct {
 	MaxConns       int
 	// Conns, if set, receives the counts of the bus's listener.
 	Conns *bus.ConnStats
+	// MaxValue, when above zero, is the longest value the store takes,
+	// as a NATS store's server limits it with its max_payload: the bus
+	// then takes /send bodies of up to [bus.BodyLimit] of it.
+	MaxValue int64
+}
+
+// limited is a store in memory that takes values of up to max bytes.
+type limited struct {
+	*store.Memory
+	max int64
+}
+
+func (l limited) MaxValue() int64 { return l.max }
+
+func (l limited) Enqueue(route string, value []byte) (string, int, error) {
+	if int64(len(value)) > l.max {
+		return "", 0, &store.BoundError{Err: store.ErrPayloadLimit, Bound: l.max, Size: int64(len(value))}
+	}
+	return l.Memory.Enqueue(route, value)
 }
 
 // Start serves a new in-memory bus on 127.0.0.1, as interlink-bus serves
@@ -68,7 +87,11 @@ func Start(tb testing.TB, opts *Options) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := store.NewMemory(o.Store)
+	mem := store.NewMemory(o.Store)
+	var st store.Store = mem
+	if o.MaxValue > 0 {
+		st = limited{Memory: mem, max: o.MaxValue}
+	}
 	bo := &bus.Options{
 		Now:            o.Now,
 		HeaderTimeout:  o.HeaderTimeout,

@@ -25,16 +25,34 @@ type Cluster struct {
 	Servers []*Server
 }
 
+// ClusterOptions holds optional settings for [StartCluster]; nil means
+// defaults.
+type ClusterOptions struct {
+	// MaxPayloads are the servers' max_payload in bytes, in the order of
+	// [Cluster.Servers]; a missing or zero entry means
+	// [DefaultMaxPayload]. A cluster whose servers differ here is what
+	// an operator gets who configured them one by one.
+	MaxPayloads []int32
+}
+
+// maxPayload returns the max_payload of server i.
+func (o *ClusterOptions) maxPayload(i int) int32 {
+	if o == nil || i >= len(o.MaxPayloads) || o.MaxPayloads[i] == 0 {
+		return DefaultMaxPayload
+	}
+	return o.MaxPayloads[i]
+}
+
 // StartCluster runs a cluster of n servers with JetStream, on 127.0.0.1
 // and free ports, and returns once JetStream answers. Every server stops
 // when the test ends; one that is shut down comes back with
 // [Server.Restart], on the same ports and with the same store.
-func StartCluster(tb testing.TB, n int) *Cluster {
+func StartCluster(tb testing.TB, n int, opts *ClusterOptions) *Cluster {
 	tb.Helper()
 	var c *Cluster
 	for attempt := 1; c == nil; attempt++ {
 		var err error
-		if c, err = startCluster(tb, n); err != nil {
+		if c, err = startCluster(tb, n, opts); err != nil {
 			if attempt == clusterAttempts {
 				tb.Fatalf("natstest: %v", err)
 			}
@@ -72,7 +90,7 @@ const clusterAttempts = 3
 
 // startCluster starts n servers with routes to each other on ports picked
 // free, and stops them again if one does not start.
-func startCluster(tb testing.TB, n int) (*Cluster, error) {
+func startCluster(tb testing.TB, n int, opts *ClusterOptions) (*Cluster, error) {
 	// Every server is told the routes to all; JetStream in a cluster
 	// does not start without them.
 	var routes []*url.URL
@@ -94,7 +112,7 @@ func startCluster(tb testing.TB, n int) (*Cluster, error) {
 			Port:       server.RANDOM_PORT,
 			NoLog:      true,
 			NoSigs:     true,
-			MaxPayload: DefaultMaxPayload,
+			MaxPayload: opts.maxPayload(i),
 			JetStream:  true,
 			StoreDir:   tb.TempDir(),
 			Cluster: server.ClusterOpts{

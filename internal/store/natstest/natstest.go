@@ -18,8 +18,12 @@ import (
 
 // DefaultMaxPayload is the largest message the server accepts unless
 // [Options] says otherwise: 8 MiB, above the bus's largest envelope. A
-// server's own default is 1 MB.
+// server's own default is [StockMaxPayload].
 const DefaultMaxPayload = 8 << 20
+
+// StockMaxPayload is the max_payload of a nats-server started without
+// settings: 1 MiB (the server's documentation writes 1MB).
+const StockMaxPayload = server.MAX_PAYLOAD_SIZE
 
 // readyTimeout bounds how long Start and Restart wait for the server to
 // accept connections.
