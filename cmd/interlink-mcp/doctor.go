@@ -118,6 +118,9 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	cfg.ClaudePluginDir = pluginDir
 	if cfg.ClaudePluginDir == "" {
 		cfg.ClaudePluginDir = filepath.Join(home, ".config", "interlink", "claude-plugin")
+	} else {
+		// Fix lines must write the plugin where it is looked for.
+		cfg.ClaudeSetup = "interlink-mcp setup claude --dir " + shellQuote(pluginDir)
 	}
 	claudeDir := c.getenv("CLAUDE_CONFIG_DIR")
 	if claudeDir == "" {

@@ -87,6 +87,10 @@ type Config struct {
 	// ClaudePluginDir is the plugin folder setup claude wrote; empty means
 	// none is checked.
 	ClaudePluginDir string
+	// ClaudeSetup is the command that writes the plugin into
+	// ClaudePluginDir, as fix lines give it; empty means
+	// "interlink-mcp setup claude", which writes the default folder.
+	ClaudeSetup string
 	// ClaudeSettings is Claude Code's user settings file, checked for the
 	// hooks when there is no plugin folder.
 	ClaudeSettings string

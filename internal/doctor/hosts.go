@@ -35,6 +35,14 @@ type hookConfig struct {
 	} `json:"hooks"`
 }
 
+// claudeSetup returns the command that writes the plugin doctor checks.
+func (cfg Config) claudeSetup() string {
+	if cfg.ClaudeSetup != "" {
+		return cfg.ClaudeSetup
+	}
+	return "interlink-mcp setup claude"
+}
+
 // claude checks the Claude Code side: the plugin setup claude wrote, or,
 // without one, hooks in Claude Code's settings.
 func (r *report) claude(cfg Config) {
@@ -57,7 +65,7 @@ func (r *report) claude(cfg Config) {
 	}
 	r.add(id, "Claude Code", Warn, fmt.Sprintf("no interlink plugin in %s and no interlink Stop hook in %s: idle sessions are not woken",
 		cfg.ClaudePluginDir, cfg.ClaudeSettings),
-		"run interlink-mcp setup claude, then start Claude Code with --plugin-dir "+cfg.ClaudePluginDir)
+		"run "+cfg.claudeSetup()+", then start Claude Code with the --plugin-dir it prints")
 }
 
 // claudePlugin checks the plugin's server command and its Stop hook.
@@ -71,22 +79,22 @@ func (r *report) claudePlugin(cfg Config) {
 	}
 	mcpPath := filepath.Join(cfg.ClaudePluginDir, ".mcp.json")
 	if _, err := readJSON(mcpPath, &mcp); err != nil {
-		r.add(id, name, Fail, fmt.Sprintf("%s: %v", mcpPath, err), "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, fmt.Sprintf("%s: %v", mcpPath, err), "write it again: "+cfg.claudeSetup())
 		return
 	}
 	srv, ok := mcp.MCPServers["interlink"]
 	if !ok {
-		r.add(id, name, Fail, mcpPath+" declares no interlink server", "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, mcpPath+" declares no interlink server", "write it again: "+cfg.claudeSetup())
 		return
 	}
 	if st, detail := r.binaryCheck(cfg, srv.Command, "its server"); st != OK {
-		r.add(id, name, st, detail, "write the plugin again with this binary: interlink-mcp setup claude")
+		r.add(id, name, st, detail, "write the plugin again with this binary: "+cfg.claudeSetup())
 		return
 	}
 	var hc hookConfig
 	hooksPath := filepath.Join(cfg.ClaudePluginDir, "hooks", "hooks.json")
 	if _, err := readJSON(hooksPath, &hc); err != nil {
-		r.add(id, name, Fail, fmt.Sprintf("%s: %v", hooksPath, err), "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, fmt.Sprintf("%s: %v", hooksPath, err), "write it again: "+cfg.claudeSetup())
 		return
 	}
 	r.claudeStopHook(cfg, name, hc)
@@ -99,17 +107,17 @@ func (r *report) claudeStopHook(cfg Config, name string, hc hookConfig) {
 	h := stopHook(hc, cfg.Binary)
 	if h == nil {
 		r.add(id, name, Fail, "no Stop hook running interlink-mcp wait: idle sessions are never woken",
-			"write the plugin again: interlink-mcp setup claude")
+			"write the plugin again: "+cfg.claudeSetup())
 		return
 	}
 	if !h.Async || !h.AsyncRewake {
 		r.add(id, name, Fail, "the Stop hook is not asynchronous with asyncRewake, so it cannot wake an idle session",
-			`set "async": true and "asyncRewake": true on it, or write the plugin again: interlink-mcp setup claude`)
+			`set "async": true and "asyncRewake": true on it, or write the plugin again: `+cfg.claudeSetup())
 		return
 	}
 	bin, _ := waitBinary(h.Command)
 	if st, detail := r.binaryCheck(cfg, bin, "its Stop hook"); st != OK {
-		r.add(id, name, st, detail, "write the plugin again with this binary: interlink-mcp setup claude")
+		r.add(id, name, st, detail, "write the plugin again with this binary: "+cfg.claudeSetup())
 		return
 	}
 	r.add(id, name, OK, "runs this interlink-mcp, with an asyncRewake Stop hook", "")
