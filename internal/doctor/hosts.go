@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/runlock"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -231,6 +233,42 @@ func (r *report) listener(cfg Config) {
 		r.add(id, name, Warn, fmt.Sprintf("%s %s pending for session %s and no listener waits: the session is not woken until its current turn ends",
 			count, plural(n, "notice is", "notices are"), cfg.Session),
 			"if the session is idle, check that Claude Code runs the plugin's Stop hook (/hooks)")
+	}
+}
+
+// servers checks how many server processes run for the session on this
+// machine: each marks itself with a lock file beside the session's
+// mailbox (see [runlock]). Two or more share the mailbox, which is seldom
+// meant: two host sessions given one session id each fetch and
+// acknowledge what was meant for the other.
+func (r *report) servers(cfg Config, own identity.PublicKey) {
+	const id, name = "servers", "server processes"
+	if cfg.Session == "" {
+		return
+	}
+	mb, err := mailbox.Open(cfg.StateRoot, own, cfg.Session, nil)
+	if err != nil {
+		r.add(id, name, Warn, oneLine(err.Error()), "")
+		return
+	}
+	pids, err := runlock.Running(filepath.Dir(mb.Path()), cfg.Session)
+	if err != nil {
+		r.add(id, name, Warn, "could not tell which servers run: "+oneLine(err.Error()), "")
+		return
+	}
+	words := make([]string, len(pids))
+	for i, p := range pids {
+		words[i] = strconv.Itoa(p)
+	}
+	switch len(pids) {
+	case 0:
+		r.add(id, name, OK, "no server of session "+cfg.Session+" runs on this machine", "")
+	case 1:
+		r.add(id, name, OK, fmt.Sprintf("one server runs for session %s (process %d)", cfg.Session, pids[0]), "")
+	default:
+		r.add(id, name, Warn, fmt.Sprintf("%d servers run for session %s (processes %s): they share its mailbox, so each fetches and acknowledges messages meant for the other",
+			len(pids), cfg.Session, strings.Join(words, ", ")),
+			"give each session its own id (do not set one --session or INTERLINK_SESSION for several), or stop all but one")
 	}
 }
 
