@@ -193,6 +193,7 @@ func TestGettingStartedAsWritten(t *testing.T) {
 		"FAIL  roster of http://127.0.0.1:9440",
 		"session 3b9d2f4e is not on it, so peers cannot find it",
 		"fix: is its server running?",
+		"no server of session 3b9d2f4e runs on this machine",
 		"doctor exit status 1",
 	} {
 		if !strings.Contains(out, want) {
