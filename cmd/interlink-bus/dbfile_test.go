@@ -5,6 +5,7 @@ package main
 // one becomes a new database.
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -99,9 +100,51 @@ func checkOneLine(t *testing.T, out, path, found string) {
 	}
 }
 
+// fileState is what the bus must not change about a database file it
+// refuses.
+type fileState struct {
+	mode    os.FileMode
+	modTime time.Time
+	sum     [32]byte
+}
+
+func (s fileState) String() string {
+	return fmt.Sprintf("mode %v, modified %v, content %x", s.mode, s.modTime.Format(time.RFC3339Nano), s.sum[:8])
+}
+
+// readableOld makes the file at path readable by others (0644), with a
+// modification time in the past, and returns its state.
+func readableOld(t *testing.T, path string) fileState {
+	t.Helper()
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return fileStateOf(t, path)
+}
+
+// fileStateOf returns the state of the file at path.
+func fileStateOf(t *testing.T, path string) fileState {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fileState{fi.Mode(), fi.ModTime(), sha256.Sum256(data)}
+}
+
 // A database cut to half its size, with a zeroed page, or with a garbled
 // leaf page makes the bus exit 1 with one line that names the file, says
 // what is wrong and what to do; so does a file that is not a database.
+// The refused file is left as it was, even when others may read it: the
+// bus makes a file private only once it has opened as a database.
 func TestDamagedDatabaseExitsWithOneLine(t *testing.T) {
 	t.Parallel()
 	healthy := filepath.Join(t.TempDir(), "healthy.db")
@@ -146,9 +189,13 @@ func TestDamagedDatabaseExitsWithOneLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.damage(path)
+			before := readableOld(t, path)
 			p := launch(t, busEnv(), "--addr", "127.0.0.1:0", "--db", path)
 			if code := p.wait(t, exitTimeout); code != exitError {
 				t.Fatalf("exit status %d, want %d:\n%s", code, exitError, p.logs.String())
+			}
+			if after := fileStateOf(t, path); after != before {
+				t.Errorf("the refused file changed: %s; it was %s", after, before)
 			}
 			out := p.logs.String()
 			checkOneLine(t, out, path, "is damaged")

@@ -83,11 +83,17 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit
 # address written out (interlink-bus unit --addr 100.101.102.103:9440),
 # and allow the port only from your own machines with a firewall. See
 # docs/DEPLOY.md.
+#
+# The unit waits for no network target: network-online.target belongs to
+# the system's manager, and a user's manager, which runs this unit, has
+# none to wait for. Until the address exists (a tailnet interface coming
+# up after boot), the bus fails to listen and exits; Restart=always starts
+# it again every two seconds, and StartLimitIntervalSec=0 keeps systemd
+# from giving up after a few tries.
 
 [Unit]
 Description=interlink message bus
-After=network-online.target
-Wants=network-online.target
+StartLimitIntervalSec=0
 
 [Service]
 StateDirectory=interlink

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,4 +167,51 @@ func TestUnitBoundsTheBusConnections(t *testing.T) {
 		t.Errorf("the unit does not say how many connections its limit allows:\n%s", unit)
 	}
 	verifyUnit(t, unit)
+}
+
+// userManagerUnits are the units a user's systemd manager provides for
+// others to name (systemd.special(7), "Units managed by the user service
+// manager"). network-online.target, network.target and multi-user.target
+// are the system manager's: a user unit that names them waits for, or is
+// started by, nothing.
+var userManagerUnits = []string{
+	"default.target", "basic.target", "exit.target", "shutdown.target",
+	"sockets.target", "timers.target", "paths.target",
+	"graphical-session.target", "graphical-session-pre.target", "xdg-desktop-autostart.target",
+	"bluetooth.target", "printer.target", "smartcard.target", "sound.target",
+}
+
+// The user unit orders itself after, wants and is wanted by only units a
+// user manager has, for the default unit, one for a private address and
+// the contrib file. Since it cannot wait for the network, it restarts
+// until its address can be listened on, and systemd never gives up on
+// it.
+func TestUnitNamesOnlyUnitsOfTheUserManager(t *testing.T) {
+	dependency := regexp.MustCompile(`(?m)^(After|Before|Wants|Requires|Requisite|BindsTo|PartOf|Upholds|WantedBy|RequiredBy|UpheldBy)=(.*)$`)
+	contrib, err := os.ReadFile(filepath.Join("..", "..", "contrib", "interlink-bus.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	units := map[string]string{"contrib": string(contrib)}
+	for name, args := range map[string][]string{"default": nil, "private address": {"--addr", "100.101.102.103:9440"}} {
+		code, unit, stderr := runUnit(t, args...)
+		if code != exitOK {
+			t.Fatalf("unit %v: status %d, stderr %q", args, code, stderr)
+		}
+		units[name] = unit
+	}
+	for name, unit := range units {
+		for _, m := range dependency.FindAllStringSubmatch(unit, -1) {
+			for _, dep := range strings.Fields(m[2]) {
+				if !slices.Contains(userManagerUnits, dep) {
+					t.Errorf("%s unit: %s=%s names a unit a user manager does not have", name, m[1], dep)
+				}
+			}
+		}
+		for _, want := range []string{"Restart=always", "StartLimitIntervalSec=0"} {
+			if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(unit) {
+				t.Errorf("%s unit lacks %s", name, want)
+			}
+		}
+	}
 }

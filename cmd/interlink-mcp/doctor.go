@@ -19,8 +19,9 @@ WARN or FAIL, with what it found and what to do: the key file, peers.json,
 the state folder, each relay (reachable, its clock against this machine's,
 the session on its roster), the Claude Code plugin or settings (or, with
 --host codex, Codex's config.toml), the Stop-hook listener and its pending
-notices, the session's mailbox, and the peers whose wake-ups are paused. It only reads; nothing is created or
-changed.
+notices, the servers running for the session on this machine (more than
+one share its mailbox), the session's mailbox, and the peers whose
+wake-ups are paused. It only reads; nothing is created or changed.
 
 It exits 0 when no check failed, 1 when one did, 2 on a usage error.
 
@@ -118,6 +119,9 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	cfg.ClaudePluginDir = pluginDir
 	if cfg.ClaudePluginDir == "" {
 		cfg.ClaudePluginDir = filepath.Join(home, ".config", "interlink", "claude-plugin")
+	} else {
+		// Fix lines must write the plugin where it is looked for.
+		cfg.ClaudeSetup = "interlink-mcp setup claude --dir " + shellQuote(pluginDir)
 	}
 	claudeDir := c.getenv("CLAUDE_CONFIG_DIR")
 	if claudeDir == "" {

@@ -175,7 +175,12 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 			return c.fail(exitError, err.Error())
 		}
 		if cfg.Sink, err = delivery.NewInbox(box); err != nil {
-			return c.fail(exitError, fmt.Sprintf("notice inbox: %v", err))
+			// The error says "inbox:" and the path already.
+			var hints []string
+			if errors.Is(err, inbox.ErrSymlink) {
+				hints = append(hints, "the notice inbox is never opened through a link; remove the link and start again")
+			}
+			return c.fail(exitError, err.Error(), hints...)
 		}
 	}
 

@@ -3,7 +3,9 @@ package main
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,7 +109,37 @@ Or register only the server, and copy the "hooks" of
 %s into ~/.claude/settings.json to get the wake-ups:
     claude mcp add interlink -- %s
 `, dir, shellQuote(dir), filepath.Join(dir, "hooks", "hooks.json"), shellQuote(bin))
+	c.missingFiles(home)
 	return exitOK
+}
+
+// missingFiles tells, after setup claude, which files the plugin's server
+// needs that do not exist yet, and how to create each: it does not start
+// without them, and Claude Code only shows that it failed. It looks where
+// the plugin's server will, with this environment's INTERLINK_KEY and
+// INTERLINK_PEERS.
+func (c *cli) missingFiles(home string) {
+	var todo []string
+	for _, f := range []struct{ env, name, create string }{
+		{"INTERLINK_KEY", "id.key", "interlink-mcp keygen --out %s"},
+		{"INTERLINK_PEERS", "peers.json", "echo '{}' > %s"},
+	} {
+		path := c.getenv(f.env)
+		if path == "" {
+			path = filepath.Join(home, ".config", "interlink", f.name)
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			todo = append(todo, "    "+fmt.Sprintf(f.create, shellQuote(path)))
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	fmt.Fprintf(c.stdout, `
+The server needs files that do not exist yet; create them before starting
+Claude Code (interlink-mcp doctor checks them):
+%s
+`, strings.Join(todo, "\n"))
 }
 
 // executable returns the absolute path of this program.

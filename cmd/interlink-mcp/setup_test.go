@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,5 +142,127 @@ func TestShellQuote(t *testing.T) {
 		if got := shellQuoteFor(tt.goos, tt.in); got != tt.want {
 			t.Errorf("shellQuoteFor(%s, %q) = %q, want %q", tt.goos, tt.in, got, tt.want)
 		}
+	}
+}
+
+// setup claude says which files the plugin's server needs that do not
+// exist yet (the key file, peers.json), where the server will look for
+// them, and how to create each; it says nothing of files that exist.
+func TestSetupClaudeSaysWhichFilesAreMissing(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		env        func(home string) map[string]string
+		create     []string // relative to home
+		want, none []string // in stdout; %s is home
+	}{
+		{"neither", nil, nil,
+			[]string{"interlink-mcp keygen --out %s/.config/interlink/id.key", "echo '{}' > %s/.config/interlink/peers.json"}, nil},
+		{"no key", nil, []string{".config/interlink/peers.json"},
+			[]string{"interlink-mcp keygen --out %s/.config/interlink/id.key"}, []string{"peers.json"}},
+		{"no peers", nil, []string{".config/interlink/id.key"},
+			[]string{"echo '{}' > %s/.config/interlink/peers.json"}, []string{"keygen"}},
+		{"both", nil, []string{".config/interlink/id.key", ".config/interlink/peers.json"},
+			nil, []string{"keygen", "peers.json", "do not exist"}},
+		{"a key named by INTERLINK_KEY", func(home string) map[string]string {
+			return map[string]string{"INTERLINK_KEY": filepath.Join(home, "keys", "work.key")}
+		}, []string{".config/interlink/id.key", ".config/interlink/peers.json"},
+			[]string{"interlink-mcp keygen --out %s/keys/work.key"}, []string{"id.key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			for _, f := range tc.create {
+				p := filepath.Join(home, filepath.FromSlash(f))
+				if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := map[string]string{"HOME": home}
+			if tc.env != nil {
+				maps.Copy(env, tc.env(home))
+			}
+			var out, errOut bytes.Buffer
+			c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+			if code := c.run(t.Context(), []string{"setup", "claude"}, nil); code != 0 {
+				t.Fatalf("setup claude = %d: %s", code, errOut.String())
+			}
+			for _, w := range tc.want {
+				if w = strings.ReplaceAll(w, "%s", home); !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			tail := out.String()[strings.Index(out.String(), "claude mcp add"):]
+			for _, n := range tc.none {
+				if strings.Contains(tail, n) {
+					t.Errorf("output mentions %q:\n%s", n, out.String())
+				}
+			}
+		})
+	}
+}
+
+// With --plugin-dir, every fix doctor gives for the Claude plugin writes
+// the plugin into that folder: a missing plugin, a damaged .mcp.json, and a
+// plugin without a Stop hook.
+func TestDoctorFixesWriteThePluginWhereItLooks(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "my plugin")
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T)
+	}{
+		{"missing", func(t *testing.T) {}},
+		{"damaged .mcp.json", func(t *testing.T) {
+			writeFile(t, filepath.Join(dir, ".mcp.json"), "{")
+		}},
+		{"no Stop hook", func(t *testing.T) {
+			var out bytes.Buffer
+			c := &cli{stdout: &out, stderr: &out, getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}
+			if code := c.run(t.Context(), []string{"setup", "claude", "--dir", dir}, nil); code != 0 {
+				t.Fatalf("setup claude: %s", out.String())
+			}
+			writeFile(t, filepath.Join(dir, "hooks", "hooks.json"), `{"hooks":{}}`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			tc.prepare(t)
+			var out, errOut bytes.Buffer
+			c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}
+			c.run(t.Context(), []string{"doctor", "--json", "--plugin-dir", dir, "--url", "http://127.0.0.1:1"}, nil)
+			var rep doctorReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("%v:\n%s%s", err, out.String(), errOut.String())
+			}
+			want := "interlink-mcp setup claude --dir " + shellQuote(dir)
+			found := false
+			for _, ch := range rep.Checks {
+				if ch.ID != "claude" {
+					continue
+				}
+				found = true
+				if !strings.Contains(ch.Fix, want) {
+					t.Errorf("fix %q, want it to name %q", ch.Fix, want)
+				}
+			}
+			if !found {
+				t.Errorf("no Claude check in %+v", rep.Checks)
+			}
+		})
+	}
+}
+
+// writeFile writes data to path, making its folder.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/interlink-go/interlink/internal/presence"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/runlock"
 )
 
 // Agent is one session's interlink agent. It wires the parts together and
@@ -195,6 +197,7 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 	})
 	a.workers.Go(func() { s.Presence.Run(ctx) })
 	a.workers.Go(func() { a.pairs.run(ctx, s.Pairing) })
+	a.workers.Go(func() { a.markRunning(ctx, s) })
 	for _, r := range a.relays {
 		l := inbound.New(inbound.Config{
 			Relay:      r,
@@ -218,6 +221,25 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 	if s.Sink != nil {
 		a.workers.Go(func() { host.run(ctx) })
 	}
+}
+
+// markRunning marks this process as a server of session s, with a lock
+// file beside the session's mailbox (see [runlock]), until ctx ends, so
+// that doctor can tell when two servers share one session id and so its
+// mailbox. It warns when another server runs for the session already.
+func (a *Agent) markRunning(ctx context.Context, s *session.Session) {
+	dir := filepath.Dir(s.Mailbox.Path())
+	release, err := runlock.Hold(dir, s.ID)
+	if err != nil {
+		a.log.Warn("could not mark this server as running; doctor will not see it", "session", s.ID, "err", err)
+		return
+	}
+	defer release()
+	if pids, err := runlock.Running(dir, s.ID); err == nil && len(pids) > 1 {
+		a.log.Warn("another server runs for this session id and shares its mailbox; give each session its own id",
+			"session", s.ID, "pids", fmt.Sprint(pids))
+	}
+	<-ctx.Done()
 }
 
 // delivered applies the progress rules to a message newly committed to the

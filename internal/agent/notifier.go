@@ -92,7 +92,7 @@ func (n *notifier) lock(ctx context.Context) (*flock.Flock, bool) {
 		}
 		switch {
 		case err != nil:
-			n.log.Warn("notifier lock", "path", path, "err", err)
+			n.warn(ctx, "notifier lock", "path", path, "err", err)
 		case got:
 			return lock, true
 		case !logged:
@@ -112,17 +112,23 @@ func (n *notifier) lock(ctx context.Context) (*flock.Flock, bool) {
 func (n *notifier) once(ctx context.Context) {
 	nt, err := n.mailbox.ReserveSkipping(ctx, n.paused())
 	if err != nil {
-		n.log.Warn("notice reservation failed", "err", err)
+		n.warn(ctx, "notice reservation failed", "err", err)
 		return
 	}
 	if nt == nil {
 		return
 	}
 	state, err := n.sink.Notice(ctx, nt.ID, mailbox.NoticeText(nt.ID))
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Stopping cut the handoff short, and the outcome could not be
+		// recorded with ctx anyway: the notice expires and is replaced.
+		n.log.Debug("notice handoff stopped", "notice", nt.ID, "err", err)
+		return
+	case err != nil:
 		n.log.Warn("notice not delivered", "notice", nt.ID, "attempt", nt.Attempt, "err", err)
 		state = mailbox.StateDeliveryFailed
-	} else {
+	default:
 		n.log.Debug("notice delivered", "notice", nt.ID, "messages", len(nt.Messages), "state", state)
 		n.countWake(ctx, nt.Fresh)
 	}
@@ -131,11 +137,22 @@ func (n *notifier) once(ctx context.Context) {
 		if err == nil {
 			return
 		}
-		n.log.Warn("notice outcome not recorded; will retry", "notice", nt.ID, "err", err)
+		n.warn(ctx, "notice outcome not recorded; will retry", "notice", nt.ID, "err", err)
 		if !sleep(ctx, n.retry) {
 			return
 		}
 	}
+}
+
+// warn logs a failure as a warning, or, once ctx has ended, at debug
+// level: the process is stopping, and an operation it cut short is no
+// fault to report.
+func (n *notifier) warn(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() != nil {
+		n.log.Debug(msg+" (stopping)", args...)
+		return
+	}
+	n.log.Warn(msg, args...)
 }
 
 // paused returns whom to leave out of the next notice: the senders whose
@@ -177,7 +194,7 @@ func (n *notifier) countWake(ctx context.Context, fresh []mailbox.Receipt) {
 	}
 	paused, err := n.budget.Woke(ctx, peers)
 	if err != nil {
-		n.log.Warn("wake-up not counted", "err", err)
+		n.warn(ctx, "wake-up not counted", "err", err)
 		return
 	}
 	wake, _ := n.budget.Limits()
@@ -190,7 +207,7 @@ func (n *notifier) countWake(ctx context.Context, fresh []mailbox.Receipt) {
 		}
 		rec := delivery.Record{Sender: protocol.SystemSender, MsgID: id, Content: PauseText(p.Name, wake)}
 		if err := n.sink.Text(ctx, rec); err != nil {
-			n.log.Warn("pause notice not delivered", "peer", p.Name, "err", err)
+			n.warn(ctx, "pause notice not delivered", "peer", p.Name, "err", err)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 // file, peers.json, the state folder, each relay (reachable, its clock, this
 // session on its roster), the host's configuration (the Claude plugin or
 // settings, the Codex config), the Stop-hook listener with the notice
-// inbox, and the mailbox.
+// inbox, the server processes of the session on this machine, and the
+// mailbox.
 //
 // It only reads. Files it looks at are never created or changed, and the
 // listener check does not take the listener's lock on Linux (see
@@ -41,7 +42,7 @@ const (
 // Check is the result of one check.
 type Check struct {
 	// ID names the kind of check: key, peers, state, relays, relay, size,
-	// clock, roster, claude, listener, mailbox, budgets, codex. Several checks may share
+	// clock, roster, claude, listener, servers, mailbox, budgets, codex. Several checks may share
 	// one (a relay check per relay).
 	ID string `json:"id"`
 	// Name says what was checked, for a person: "key file", "relay
@@ -87,6 +88,10 @@ type Config struct {
 	// ClaudePluginDir is the plugin folder setup claude wrote; empty means
 	// none is checked.
 	ClaudePluginDir string
+	// ClaudeSetup is the command that writes the plugin into
+	// ClaudePluginDir, as fix lines give it; empty means
+	// "interlink-mcp setup claude", which writes the default folder.
+	ClaudeSetup string
 	// ClaudeSettings is Claude Code's user settings file, checked for the
 	// hooks when there is no plugin folder.
 	ClaudeSettings string
@@ -140,6 +145,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 		run("listener", "Stop-hook listener", "the notice inbox under "+cfg.StateRoot, func(r *report) { r.listener(cfg) })
 	}
 	if haveKey {
+		run("servers", "server processes", "the mailbox folder under "+cfg.StateRoot, func(r *report) { r.servers(cfg, own) })
 		run("mailbox", "mailbox", "the mailbox under "+cfg.StateRoot, func(r *report) { r.mailbox(cfg, own) })
 		run("budgets", "wake-up budget", "the budget file under "+cfg.StateRoot, func(r *report) { r.budgets(cfg, own) })
 	}

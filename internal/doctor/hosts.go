@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/runlock"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -35,6 +37,14 @@ type hookConfig struct {
 	} `json:"hooks"`
 }
 
+// claudeSetup returns the command that writes the plugin doctor checks.
+func (cfg Config) claudeSetup() string {
+	if cfg.ClaudeSetup != "" {
+		return cfg.ClaudeSetup
+	}
+	return "interlink-mcp setup claude"
+}
+
 // claude checks the Claude Code side: the plugin setup claude wrote, or,
 // without one, hooks in Claude Code's settings.
 func (r *report) claude(cfg Config) {
@@ -57,7 +67,7 @@ func (r *report) claude(cfg Config) {
 	}
 	r.add(id, "Claude Code", Warn, fmt.Sprintf("no interlink plugin in %s and no interlink Stop hook in %s: idle sessions are not woken",
 		cfg.ClaudePluginDir, cfg.ClaudeSettings),
-		"run interlink-mcp setup claude, then start Claude Code with --plugin-dir "+cfg.ClaudePluginDir)
+		"run "+cfg.claudeSetup()+", then start Claude Code with the --plugin-dir it prints")
 }
 
 // claudePlugin checks the plugin's server command and its Stop hook.
@@ -71,22 +81,22 @@ func (r *report) claudePlugin(cfg Config) {
 	}
 	mcpPath := filepath.Join(cfg.ClaudePluginDir, ".mcp.json")
 	if _, err := readJSON(mcpPath, &mcp); err != nil {
-		r.add(id, name, Fail, fmt.Sprintf("%s: %v", mcpPath, err), "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, fmt.Sprintf("%s: %v", mcpPath, err), "write it again: "+cfg.claudeSetup())
 		return
 	}
 	srv, ok := mcp.MCPServers["interlink"]
 	if !ok {
-		r.add(id, name, Fail, mcpPath+" declares no interlink server", "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, mcpPath+" declares no interlink server", "write it again: "+cfg.claudeSetup())
 		return
 	}
 	if st, detail := r.binaryCheck(cfg, srv.Command, "its server"); st != OK {
-		r.add(id, name, st, detail, "write the plugin again with this binary: interlink-mcp setup claude")
+		r.add(id, name, st, detail, "write the plugin again with this binary: "+cfg.claudeSetup())
 		return
 	}
 	var hc hookConfig
 	hooksPath := filepath.Join(cfg.ClaudePluginDir, "hooks", "hooks.json")
 	if _, err := readJSON(hooksPath, &hc); err != nil {
-		r.add(id, name, Fail, fmt.Sprintf("%s: %v", hooksPath, err), "write it again: interlink-mcp setup claude")
+		r.add(id, name, Fail, fmt.Sprintf("%s: %v", hooksPath, err), "write it again: "+cfg.claudeSetup())
 		return
 	}
 	r.claudeStopHook(cfg, name, hc)
@@ -99,17 +109,17 @@ func (r *report) claudeStopHook(cfg Config, name string, hc hookConfig) {
 	h := stopHook(hc, cfg.Binary)
 	if h == nil {
 		r.add(id, name, Fail, "no Stop hook running interlink-mcp wait: idle sessions are never woken",
-			"write the plugin again: interlink-mcp setup claude")
+			"write the plugin again: "+cfg.claudeSetup())
 		return
 	}
 	if !h.Async || !h.AsyncRewake {
 		r.add(id, name, Fail, "the Stop hook is not asynchronous with asyncRewake, so it cannot wake an idle session",
-			`set "async": true and "asyncRewake": true on it, or write the plugin again: interlink-mcp setup claude`)
+			`set "async": true and "asyncRewake": true on it, or write the plugin again: `+cfg.claudeSetup())
 		return
 	}
 	bin, _ := waitBinary(h.Command)
 	if st, detail := r.binaryCheck(cfg, bin, "its Stop hook"); st != OK {
-		r.add(id, name, st, detail, "write the plugin again with this binary: interlink-mcp setup claude")
+		r.add(id, name, st, detail, "write the plugin again with this binary: "+cfg.claudeSetup())
 		return
 	}
 	r.add(id, name, OK, "runs this interlink-mcp, with an asyncRewake Stop hook", "")
@@ -223,6 +233,42 @@ func (r *report) listener(cfg Config) {
 		r.add(id, name, Warn, fmt.Sprintf("%s %s pending for session %s and no listener waits: the session is not woken until its current turn ends",
 			count, plural(n, "notice is", "notices are"), cfg.Session),
 			"if the session is idle, check that Claude Code runs the plugin's Stop hook (/hooks)")
+	}
+}
+
+// servers checks how many server processes run for the session on this
+// machine: each marks itself with a lock file beside the session's
+// mailbox (see [runlock]). Two or more share the mailbox, which is seldom
+// meant: two host sessions given one session id each fetch and
+// acknowledge what was meant for the other.
+func (r *report) servers(cfg Config, own identity.PublicKey) {
+	const id, name = "servers", "server processes"
+	if cfg.Session == "" {
+		return
+	}
+	mb, err := mailbox.Open(cfg.StateRoot, own, cfg.Session, nil)
+	if err != nil {
+		r.add(id, name, Warn, oneLine(err.Error()), "")
+		return
+	}
+	pids, err := runlock.Running(filepath.Dir(mb.Path()), cfg.Session)
+	if err != nil {
+		r.add(id, name, Warn, "could not tell which servers run: "+oneLine(err.Error()), "")
+		return
+	}
+	words := make([]string, len(pids))
+	for i, p := range pids {
+		words[i] = strconv.Itoa(p)
+	}
+	switch len(pids) {
+	case 0:
+		r.add(id, name, OK, "no server of session "+cfg.Session+" runs on this machine", "")
+	case 1:
+		r.add(id, name, OK, fmt.Sprintf("one server runs for session %s (process %d)", cfg.Session, pids[0]), "")
+	default:
+		r.add(id, name, Warn, fmt.Sprintf("%d servers run for session %s (processes %s): they share its mailbox, so each fetches and acknowledges messages meant for the other",
+			len(pids), cfg.Session, strings.Join(words, ", ")),
+			"give each session its own id (do not set one --session or INTERLINK_SESSION for several), or stop all but one")
 	}
 }
 

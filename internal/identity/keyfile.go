@@ -42,10 +42,10 @@ func LoadKeyFile(path string) (*Signer, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {
-		return nil, fmt.Errorf("identity: read %s: %w", path, err)
+		return nil, fmt.Errorf("identity: %w", err) // an *fs.PathError, naming the path
 	}
 	if len(data) > maxKeyFile {
-		return nil, fmt.Errorf("identity: key file %s is larger than %d bytes", path, maxKeyFile)
+		return nil, fmt.Errorf("identity: %s is larger than %d bytes", path, maxKeyFile)
 	}
 	s, err := ParseKeyFile(data)
 	if err != nil {

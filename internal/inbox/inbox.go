@@ -281,11 +281,11 @@ func (b *Inbox) Commit(end int64) error {
 func (b *Inbox) Listen() (release func(), ok bool, err error) {
 	l, err := newLock(b.lock)
 	if err != nil {
-		return nil, false, fmt.Errorf("inbox: listener lock: %w", err)
+		return nil, false, wrap("listener lock", b.lock, err)
 	}
 	got, err := l.TryLock()
 	if err = linkError(b.lock, err); err != nil {
-		return nil, false, fmt.Errorf("inbox: listener lock: %w", err)
+		return nil, false, wrap("listener lock", b.lock, err)
 	}
 	if !got {
 		return nil, false, nil

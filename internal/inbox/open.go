@@ -15,8 +15,39 @@ import (
 // ErrSymlink reports an inbox file that is a symbolic link. The inbox never
 // opens a file through a link: whoever could plant one in the state folder
 // could otherwise make the server append to, truncate, or the listener
-// print, a file of their choosing.
-var ErrSymlink = errors.New("inbox: file is a symbolic link; refusing to open it")
+// print, a file of their choosing. Errors wrap it with the file's path.
+var ErrSymlink = errors.New("file is a symbolic link")
+
+// symlinkError is the error wrapping [ErrSymlink] for one path. It names
+// the path itself, so a layer above adds its own context, not the path
+// again.
+type symlinkError struct {
+	path string
+	// changed: the file was replaced between its check and its opening.
+	changed bool
+}
+
+func (e *symlinkError) Error() string {
+	if e.changed {
+		return e.path + " changed while it was opened; refusing it in case it is a symbolic link"
+	}
+	return e.path + " is a symbolic link; refusing to open it"
+}
+
+func (e *symlinkError) Unwrap() error { return ErrSymlink }
+
+// wrap gives err the package's prefix and op, and path unless err names
+// it already (a *fs.PathError or a link error for that path), so that each
+// layer says what it adds once.
+func wrap(op, path string, err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+		return fmt.Errorf("inbox: %s: %w", op, err)
+	}
+	if le, ok := errors.AsType[*symlinkError](err); ok && le.path == path {
+		return fmt.Errorf("inbox: %s: %w", op, err)
+	}
+	return fmt.Errorf("inbox: %s %s: %w", op, path, err)
+}
 
 // openFile opens path like os.OpenFile without following a symbolic link in
 // its last element; a link is an error wrapping [ErrSymlink]. See
@@ -33,7 +64,7 @@ func openFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 // symbolic link (opening it with O_NOFOLLOW failed for that reason).
 func linkError(path string, err error) error {
 	if err != nil && !errors.Is(err, ErrSymlink) && isLink(path) {
-		return fmt.Errorf("%w: %s", ErrSymlink, path)
+		return &symlinkError{path: path}
 	}
 	return err
 }
@@ -74,7 +105,7 @@ var pathLocks sync.Map // absolute lock path → *sync.Mutex
 func lockFile(path string) (unlock func(), err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("inbox: lock %s: %w", path, err)
+		return nil, wrap("lock", path, err)
 	}
 	mv, _ := pathLocks.LoadOrStore(abs, new(sync.Mutex))
 	mu := mv.(*sync.Mutex)
@@ -85,7 +116,7 @@ func lockFile(path string) (unlock func(), err error) {
 	}
 	if err != nil {
 		mu.Unlock()
-		return nil, fmt.Errorf("inbox: lock %s: %w", path, err)
+		return nil, wrap("lock", abs, err)
 	}
 	return func() {
 		_ = fl.Unlock()

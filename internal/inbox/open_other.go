@@ -3,7 +3,6 @@
 package inbox
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 )
@@ -23,7 +22,7 @@ func openNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	before, err := os.Lstat(path)
 	switch {
 	case err == nil && before.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%w: %s", ErrSymlink, path)
+		return nil, &symlinkError{path: path}
 	case err != nil && !os.IsNotExist(err):
 		return nil, err
 	}
@@ -38,7 +37,7 @@ func openNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	}
 	if before != nil && !os.SameFile(before, after) {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s changed while it was opened", ErrSymlink, path)
+		return nil, &symlinkError{path: path, changed: true}
 	}
 	return f, nil
 }
@@ -48,7 +47,7 @@ func openNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
 // holds nothing, so a race here can at most create an empty file.
 func refuseLink(path string) error {
 	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%w: %s", ErrSymlink, path)
+		return &symlinkError{path: path}
 	}
 	return nil
 }

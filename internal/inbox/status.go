@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+
+	"github.com/interlink-go/interlink/internal/runlock"
 )
 
 // Backlog returns how many complete records wait past the cursor, counting
@@ -29,12 +31,5 @@ func (b *Inbox) Backlog() (records int, more bool, err error) {
 // listener starting in that instant would find it taken and leave the
 // session to the next one.
 func (b *Inbox) Listening() (bool, error) {
-	fi, err := os.Stat(b.lock)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return lockHeld(b.lock, fi)
+	return runlock.Held(b.lock)
 }

@@ -62,7 +62,7 @@ func (s *Store) Load() (*Policy, error) { return s.read() }
 func (s *Store) read() (*Policy, error) {
 	data, exists, err := statefile.Read(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("policy: read %s: %w", s.path, err)
+		return nil, fmt.Errorf("policy: %w", err) // it names the path
 	}
 	return s.decode(data, exists)
 }

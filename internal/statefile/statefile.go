@@ -53,7 +53,8 @@ var beforeRename func(tmp string)
 // and read only when it is a regular file ([ErrNotRegular] otherwise) of at
 // most [MaxFileSize] bytes ([ErrTooLarge] otherwise). So a FIFO or a device
 // put where a state file belongs gets a clear error, not a process that
-// hangs or fills its memory.
+// hangs or fills its memory. Every error names the path, so a caller need
+// not add it again.
 func Read(path string) ([]byte, bool, error) {
 	data, err := read(path)
 	switch {
@@ -62,6 +63,10 @@ func Read(path string) ([]byte, bool, error) {
 	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrTooLarge):
 		return nil, false, err
 	case err != nil:
+		// An error of the file system names the path already.
+		if pe, ok := errors.AsType[*fs.PathError](err); ok && pe.Path == path {
+			return nil, false, fmt.Errorf("statefile: read: %w", err)
+		}
 		return nil, false, fmt.Errorf("statefile: read %s: %w", path, err)
 	}
 	return data, true, nil

@@ -146,9 +146,11 @@ var _ Store = (*Bolt)(nil)
 //
 // An existing file is checked before bbolt reads it (see [checkFile]): a
 // file that is damaged, cut short or not a database gives a
-// [*CorruptError] instead of a crash. A file other users can read is made
-// private (mode 0600) with a warning, and an empty file, which bbolt turns
-// into a new database, is reported with a warning too.
+// [*CorruptError] instead of a crash, and is left exactly as it was: its
+// mode, content and modification time. A file other users can read is
+// made private (mode 0600) with a warning once it has opened as a
+// database, and an empty file, which bbolt turns into a new database, is
+// reported with a warning too.
 func OpenBolt(path string, opts *Options) (*Bolt, error) {
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil {
@@ -157,8 +159,12 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %s is not a directory", path, dir)
 	}
 	log := opts.logger()
-	if err := inspect(path, log); err != nil {
+	existing, err := inspect(path, log)
+	if err != nil {
 		return nil, err
+	}
+	if existing != nil {
+		defer existing.Close()
 	}
 	db, err := openGuarded(path)
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -191,6 +197,11 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s.counts = newRouteCounts(counts)
+	// Only a file now known to be a database (or an empty one bbolt made
+	// one of) is tightened: a file refused above is left as it was.
+	if existing != nil {
+		tightenOpened(existing, path, log)
+	}
 	s.startWriter()
 	s.log.Debug("store opened", "db", path, "routes", len(counts), "entries", entries,
 		"bytes", s.counts.bytes(), "elapsed", time.Since(start))
@@ -202,25 +213,37 @@ func OpenBolt(path string, opts *Options) (*Bolt, error) {
 }
 
 // inspect looks at the file at path before bbolt opens it, under the lock
-// bbolt takes, so that no other bus writes it meanwhile: it tightens the
-// file's mode, warns about an empty file and checks the rest. A missing
-// file is left for bbolt to create.
-func inspect(path string, log *slog.Logger) error {
+// bbolt takes, so that no other bus writes it meanwhile: it warns about an
+// empty file and checks the rest. A missing file is left for bbolt to
+// create, and inspect returns nil for it. Otherwise it returns the file,
+// open for reading and unlocked, so that [OpenBolt] can tighten its mode
+// once bbolt has opened it; a file it refuses is not changed in any way.
+func inspect(path string, log *slog.Logger) (*os.File, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("store: open %s: not a regular file", path)
+		return nil, fmt.Errorf("store: open %s: not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	defer f.Close()
+	if err := check(f, path, log); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// check takes bbolt's lock on f, the file at path, warns when it is empty
+// and otherwise checks it page by page (see [checkFile]), then releases
+// the lock.
+func check(f *os.File, path string, log *slog.Logger) error {
 	unlock, ok, err := lockFile(f, lockTimeout)
 	if err != nil {
 		return fmt.Errorf("store: lock %s: %w", path, err)
@@ -229,10 +252,10 @@ func inspect(path string, log *slog.Logger) error {
 		return fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, lockTimeout)
 	}
 	defer unlock()
-	if fi, err = f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return fmt.Errorf("store: open %s: %w", path, err)
 	}
-	tightenMode(f, path, fi, log)
 	if fi.Size() == 0 {
 		log.Warn("database file is empty; starting a new database in it", "db", path)
 		return nil
@@ -249,6 +272,19 @@ func inspect(path string, log *slog.Logger) error {
 		return fmt.Errorf("store: check %s: %w", path, err)
 	}
 	return nil
+}
+
+// tightenOpened tightens the mode of f (see tightenMode) when it is still
+// the file at path, the one bbolt opened.
+func tightenOpened(f *os.File, path string, log *slog.Logger) {
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	if now, err := os.Stat(path); err != nil || !os.SameFile(fi, now) {
+		return
+	}
+	tightenMode(f, path, fi, log)
 }
 
 // openGuarded opens the bbolt file at path. A panic in bbolt, or a fault on

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -232,7 +234,8 @@ func garbage(n int, seed uint64) []byte {
 
 // TestOpenBoltRefusesDamagedFiles: each kind of damage makes OpenBolt
 // return a CorruptError naming the file and what is wrong with it; nothing
-// panics.
+// panics. The file is left exactly as it was, even one that other users
+// may read: same mode, same content, same modification time.
 func TestOpenBoltRefusesDamagedFiles(t *testing.T) {
 	t.Parallel()
 	healthy := filepath.Join(t.TempDir(), "healthy.db")
@@ -268,10 +271,14 @@ func TestOpenBoltRefusesDamagedFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := copyFile(t, healthy, t.TempDir(), "bus.db")
 			tc.damage(path)
+			before := fileState(t, path)
 			s, err := OpenBolt(path, nil)
 			if err == nil {
 				s.Close()
 				t.Fatal("OpenBolt succeeded")
+			}
+			if after := readState(t, path); after != before {
+				t.Errorf("the refused file changed: %v; it was %v", after, before)
 			}
 			ce, ok := errors.AsType[*CorruptError](err)
 			if !ok || !errors.Is(err, ErrCorrupt) {
@@ -285,6 +292,45 @@ func TestOpenBoltRefusesDamagedFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// state is what must not change about a file a store refuses.
+type state struct {
+	mode    os.FileMode
+	modTime time.Time
+	sum     [32]byte
+}
+
+func (s state) String() string {
+	return fmt.Sprintf("mode %v, modified %v, content %x", s.mode, s.modTime.Format(time.RFC3339Nano), s.sum[:8])
+}
+
+// fileState makes the file at path readable by others (0644) with a
+// modification time in the past, and returns its state.
+func fileState(t *testing.T, path string) state {
+	t.Helper()
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return readState(t, path)
+}
+
+// readState returns the state of the file at path.
+func readState(t *testing.T, path string) state {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state{fi.Mode(), fi.ModTime(), sha256.Sum256(data)}
 }
 
 // readAll opens path with OpenBolt and, if that succeeds, reads every key

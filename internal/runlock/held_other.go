@@ -1,6 +1,6 @@
 //go:build !linux
 
-package inbox
+package runlock
 
 import (
 	"io/fs"
@@ -8,8 +8,8 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// lockHeld tries the lock at path and gives it back at once.
-func lockHeld(path string, _ fs.FileInfo) (bool, error) {
+// held tries the lock at path and gives it back at once.
+func held(path string, _ fs.FileInfo) (bool, error) {
 	l := flock.New(path)
 	got, err := l.TryLock()
 	if err != nil {

@@ -1,4 +1,4 @@
-package inbox
+package runlock
 
 import (
 	"bufio"
@@ -10,11 +10,11 @@ import (
 	"syscall"
 )
 
-// lockHeld reports whether /proc/locks lists a lock on the file fi of path.
-func lockHeld(path string, fi fs.FileInfo) (bool, error) {
+// held reports whether /proc/locks lists a lock on the file fi of path.
+func held(path string, fi fs.FileInfo) (bool, error) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return false, fmt.Errorf("inbox: %s: no inode", path)
+		return false, fmt.Errorf("runlock: %s: no inode", path)
 	}
 	f, err := os.Open("/proc/locks")
 	if err != nil {
