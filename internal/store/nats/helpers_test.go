@@ -2,7 +2,9 @@ package nats
 
 import (
 	"errors"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/natstest"
@@ -35,17 +37,16 @@ func checkAndClose(tb testing.TB, s *Store) {
 }
 
 var (
-	enqueue    = storetest.Enqueue
-	peek       = storetest.Peek
-	del        = storetest.Delete
-	depth      = storetest.Depth
-	wantHead   = storetest.WantHead
-	wantEmpty  = storetest.WantEmpty
-	drain      = storetest.Drain
-	seqOf      = storetest.SeqOf
-	value      = storetest.Value
-	wantBound  = storetest.WantBound
-	fillRoutes = storetest.FillRoutes
+	enqueue   = storetest.Enqueue
+	peek      = storetest.Peek
+	del       = storetest.Delete
+	depth     = storetest.Depth
+	wantHead  = storetest.WantHead
+	wantEmpty = storetest.WantEmpty
+	drain     = storetest.Drain
+	seqOf     = storetest.SeqOf
+	value     = storetest.Value
+	wantBound = storetest.WantBound
 )
 
 const valueLen = storetest.ValueLen
@@ -59,3 +60,23 @@ func totals(tb testing.TB, s *Store) store.Totals {
 	}
 	return t
 }
+
+// retry calls op until it succeeds, failing the test after a minute, the
+// time a cluster may take to carry on after a change.
+func retry(t *testing.T, what string, op func() error) {
+	t.Helper()
+	const failover = 60 * time.Second
+	deadline := time.Now().Add(failover)
+	for {
+		err := op()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %v: %v", what, failover, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
