@@ -95,6 +95,20 @@ func tightenOpened(f *os.File, path string, log *slog.Logger) {
 // checker accepts only files whose every reachable page bbolt can read
 // without that happening, and it never touches memory bbolt has mapped.
 //
+// bbolt's own checks do not suffice here, and this comment says why, so
+// that the checker is dropped once they do. [bbolt.Tx.Check] walks the
+// pages of a database that is open already, through the memory map: on
+// a damaged file it meets the very panics and faults the checker is there
+// to prevent, and it does not look at the meta pages bbolt reads first.
+// The page reader of the `bbolt check` command reads with plain reads, as
+// this checker does, but it lives in an internal package of bbolt that no
+// other module can import. What the checker adds beyond Tx.Check is
+// therefore: reading without the map; both meta pages, their checksums
+// and the page size; every page header, element offset and overflow
+// against the file's size; the freelist's length; and a bound on tree
+// depth. Like Tx.Check, it also checks key order and that no page is
+// reachable twice.
+//
 // Layout, as bbolt writes it (integers in the machine's byte order):
 //
 //	page header  id u64, flags u16, count u16, overflow u32   (16 bytes)
