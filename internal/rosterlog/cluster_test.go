@@ -72,7 +72,7 @@ func TestNATSClusterSurvivesTheLossOfAServer(t *testing.T) {
 		t.Fatalf("watched %+v", got)
 	}
 
-	stream, err := a.JetStream().Stream(t.Context(), a.Stream())
+	stream, err := a.Conn().JetStream().Stream(t.Context(), a.Conn().Stream())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ const rosterKeyMax = 512
 // bucket does not fit, an error wrapping [natsstore.ErrUnreachable] while
 // the connection is down. The roster lives as long as st.
 func Open(st *natsstore.Store, opts *Options) (*Roster, error) {
-	s := &st.Conn
+	s := st.Conn()
 	if s.Closed() {
 		return nil, store.ErrClosed
 	}

@@ -73,7 +73,7 @@ func TestNATSValueLimitFollowsMaxPayload(t *testing.T) {
 			}
 			wantEmpty(t, s, "K#s")
 
-			_, err = Open(srv.URL(), &Options{Stream: s.name, MinValue: int(limit) + 1})
+			_, err = Open(srv.URL(), &Options{Stream: s.conn.name, MinValue: int(limit) + 1})
 			if !errors.Is(err, store.ErrPayloadLimit) || !strings.Contains(err.Error(), "max_payload") ||
 				!strings.Contains(err.Error(), strconv.FormatInt(int64(payload)+1, 10)) {
 				t.Fatalf("Open needing one byte more than the server leaves: %v, want store.ErrPayloadLimit naming max_payload and %d", err, payload+1)

@@ -147,9 +147,9 @@ func (o *Options) timeout() time.Duration {
 // wrapping [ErrUnreachable] instead of waiting for it; the connection is
 // retried in the background without end.
 type Store struct {
-	// Conn is the store's connection, for the packages that keep records
-	// of their own beside the stream, such as the bus roster.
-	Conn
+	// conn is the store's connection; Conn lends it to the packages that
+	// keep records of their own beside the stream, such as the bus roster.
+	conn   Conn
 	stream jetstream.Stream // fixed at open; reads, counts and deletes
 	cap    int              // fixed at open
 	// routeBytes bounds a single entry; fixed at open.
@@ -197,33 +197,33 @@ func Open(serverURL string, opts *Options) (*Store, error) {
 	}
 	o := base.WithDefaults()
 	s := &Store{
-		Conn:       Conn{name: name, timeout: opts.timeout(), log: o.Logger},
+		conn:       Conn{name: name, timeout: opts.timeout(), log: o.Logger},
 		cap:        o.Cap,
 		origin:     rand.Text(),
 		routeBytes: o.RouteBytes,
 	}
 	s.totalBytes.Store(o.TotalBytes)
-	s.bg.init()
+	s.conn.bg.init()
 	where := redact(serverURL)
 	conn := []nats.Option{
-		nats.Timeout(s.timeout),
+		nats.Timeout(s.conn.timeout),
 		nats.MaxReconnects(-1),
 		// No buffer while reconnecting: a request then fails at once
 		// rather than sit in a buffer and reach the server after its
 		// caller gave up.
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if !s.closed.Load() {
-				s.log.Warn("NATS connection lost", "err", err)
+			if !s.conn.closed.Load() {
+				s.conn.log.Warn("NATS connection lost", "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			s.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
+			s.conn.log.Info("NATS connection restored", "server", nc.ConnectedUrlRedacted())
 			// Watches catch up with what they may have missed.
-			s.bg.reconnected()
+			s.conn.bg.reconnected()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			s.log.Warn("NATS error", "err", err)
+			s.conn.log.Warn("NATS error", "err", err)
 		}),
 	}
 	if opts != nil {
@@ -231,31 +231,31 @@ func Open(serverURL string, opts *Options) (*Store, error) {
 	}
 	nc, err := nats.Connect(serverURL, conn...)
 	if err != nil {
-		s.bg.end()
+		s.conn.bg.end()
 		if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || isNetError(err) {
 			return nil, store.Errorf(ErrUnreachable, "%s at %s (%v): check the URL and that nats-server is running and reachable", reasonUnreachable, where, err)
 		}
 		return nil, store.Errorf(err, "connect to NATS at %s: %v", where, err)
 	}
-	s.nc = nc
+	s.conn.nc = nc
 	if err := s.open(o.Now, replicas, opts); err != nil {
 		// Closed, so that closing the connection is not logged as
 		// lost.
-		s.closed.Store(true)
-		s.bg.end()
+		s.conn.closed.Store(true)
+		s.conn.bg.end()
 		nc.Close()
 		return nil, err
 	}
-	s.log.Debug("store opened", "nats", where, "stream", name, "replicas", replicas, "cap", s.cap)
+	s.conn.log.Debug("store opened", "nats", where, "stream", name, "replicas", replicas, "cap", s.cap)
 	return s, nil
 }
 
 // open checks JetStream and the payload limit, and finds or creates the
 // stream.
 func (s *Store) open(now func() time.Time, replicas int, opts *Options) error {
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
-	js, err := jetstream.New(s.nc)
+	js, err := jetstream.New(s.conn.nc)
 	if err != nil {
 		return store.Errorf(err, "JetStream: %v", err)
 	}
@@ -265,7 +265,7 @@ func (s *Store) open(now func() time.Time, replicas int, opts *Options) error {
 			return store.Errorf(ErrNoJetStream, "%s on the server (%v): start nats-server with -js, or add a jetstream block to its configuration", reasonNoJetStream, err)
 		case errors.Is(err, context.DeadlineExceeded):
 			// A cluster without JetStream does not answer at all.
-			return store.Errorf(ErrNoJetStream, "%s: no JetStream answer within %v: check that the servers run with JetStream (nats-server -js, or a jetstream block in each configuration)", reasonNoJetStream, s.timeout)
+			return store.Errorf(ErrNoJetStream, "%s: no JetStream answer within %v: check that the servers run with JetStream (nats-server -js, or a jetstream block in each configuration)", reasonNoJetStream, s.conn.timeout)
 		case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 			return store.Errorf(ErrNoJetStream, "%s for this account (%v): enable JetStream for the account in the server's configuration, or connect as a user of an account that has it", reasonNoJetStream, err)
 		}
@@ -274,30 +274,30 @@ func (s *Store) open(now func() time.Time, replicas int, opts *Options) error {
 	if opts != nil && opts.MinValue > 0 && s.MaxValue() < int64(opts.MinValue) {
 		return store.Errorf(store.ErrPayloadLimit, "%s: the server's max_payload is %d bytes, which leaves %d for a value; the store needs at least %d: "+
 			"set max_payload to %d or more in the nats-server configuration",
-			reasonPayload, s.nc.MaxPayload(), s.MaxValue(), opts.MinValue, MinPayload(opts.MinValue))
+			reasonPayload, s.conn.nc.MaxPayload(), s.MaxValue(), opts.MinValue, MinPayload(opts.MinValue))
 	}
 
 	var first uint64
 	if ns := now().UnixNano(); ns > 0 {
 		first = uint64(ns)
 	}
-	want := streamConfig(s.name, s.cap, replicas, s.totalBytes.Load(), first)
-	stream, err := js.Stream(ctx, s.name)
+	want := streamConfig(s.conn.name, s.cap, replicas, s.totalBytes.Load(), first)
+	stream, err := js.Stream(ctx, s.conn.name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		stream, err = js.CreateStream(ctx, want)
 		var apiErr *jetstream.APIError
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
 			// Another process created it first; use theirs if it fits.
-			stream, err = js.Stream(ctx, s.name)
+			stream, err = js.Stream(ctx, s.conn.name)
 		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
-			return (&StreamConfigError{Stream: s.name, Overlap: apiErr.Description}).AsStoreError()
+			return (&StreamConfigError{Stream: s.conn.name, Overlap: apiErr.Description}).AsStoreError()
 		case err == nil:
-			s.log.Info("stream created", "stream", s.name, "replicas", replicas, "cap", s.cap, "max_bytes", want.MaxBytes)
+			s.conn.log.Info("stream created", "stream", s.conn.name, "replicas", replicas, "cap", s.cap, "max_bytes", want.MaxBytes)
 		}
 	}
 	if err != nil {
-		return store.Errorf(err, "open stream %q: %v", s.name, err)
+		return store.Errorf(err, "open stream %q: %v", s.conn.name, err)
 	}
 	longest := s.MaxValue()
 	if opts != nil && opts.LongestValue > 0 {
@@ -306,8 +306,8 @@ func (s *Store) open(now func() time.Time, replicas int, opts *Options) error {
 	if stream, err = s.fitStream(ctx, js, stream, want, longest); err != nil {
 		return err
 	}
-	s.js, s.stream = js, stream
-	s.replicas = stream.CachedInfo().Config.Replicas
+	s.conn.js, s.stream = js, stream
+	s.conn.replicas = stream.CachedInfo().Config.Replicas
 	return nil
 }
 
@@ -338,7 +338,7 @@ func redact(serverURL string) string {
 // Enqueue implements [Store.Enqueue]. The value is sent before Enqueue
 // returns, so the caller may reuse its buffer.
 func (s *Store) Enqueue(route string, value []byte) (key string, dropped int, err error) {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return "", 0, store.ErrClosed
 	}
 	if size := store.EntrySize(route, len(value)); size > s.routeBytes {
@@ -347,16 +347,16 @@ func (s *Store) Enqueue(route string, value []byte) (key string, dropped int, er
 	if limit := s.MaxValue(); int64(len(value)) > limit {
 		return "", 0, &store.BoundError{Err: store.ErrPayloadLimit, Bound: limit, Size: int64(len(value))}
 	}
-	subject := Subject(s.name, route)
+	subject := Subject(s.conn.name, route)
 	defer s.turns.take(route)()
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
 	before, err := s.count(ctx, subject)
 	if err != nil {
-		return "", 0, s.Wrap("enqueue", err)
+		return "", 0, s.conn.Wrap("enqueue", err)
 	}
 	msg := &nats.Msg{Subject: subject, Data: value, Header: nats.Header{originHeader: {s.origin}}}
-	ack, err := s.js.PublishMsg(ctx, msg)
+	ack, err := s.conn.js.PublishMsg(ctx, msg)
 	if err != nil {
 		if errors.Is(err, nats.ErrMaxPayload) {
 			// The connection moved to a server with a lower max_payload
@@ -366,7 +366,7 @@ func (s *Store) Enqueue(route string, value []byte) (key string, dropped int, er
 		if isStreamFull(err) {
 			return "", 0, &store.BoundError{Err: store.ErrFull, Bound: s.refreshTotal(ctx), Size: int64(len(msg.Subject) + len(value))}
 		}
-		return "", 0, s.Wrap("enqueue", err)
+		return "", 0, s.conn.Wrap("enqueue", err)
 	}
 	return store.Key(route, ack.Sequence), max(0, before+1-s.cap), nil
 }
@@ -378,12 +378,12 @@ func (s *Store) Enqueue(route string, value []byte) (key string, dropped int, er
 // takes what that server takes. A NATS server started without settings
 // takes 1 MiB.
 func (s *Store) MaxValue() int64 {
-	return max(s.nc.MaxPayload()-originHeaderBytes, 0)
+	return max(s.conn.nc.MaxPayload()-originHeaderBytes, 0)
 }
 
 // MaxPayload returns the max_payload of the server the store is
 // connected to, or last was.
-func (s *Store) MaxPayload() int64 { return s.nc.MaxPayload() }
+func (s *Store) MaxPayload() int64 { return s.conn.nc.MaxPayload() }
 
 // MinPayload returns the max_payload a NATS server needs for a [Store]
 // store to take values of value bytes.
@@ -432,18 +432,18 @@ func (s *Store) count(ctx context.Context, subject string) (int, error) {
 // Peek implements [Store.Peek]. It asks the stream leader for the first
 // message of route's subject.
 func (s *Store) Peek(route string) (store.Entry, bool, error) {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return store.Entry{}, false, store.ErrClosed
 	}
-	subject := Subject(s.name, route)
-	ctx, cancel := s.Request()
+	subject := Subject(s.conn.name, route)
+	ctx, cancel := s.conn.Request()
 	defer cancel()
 	msg, err := s.stream.GetMsg(ctx, 0, jetstream.WithGetMsgSubject(subject))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return store.Entry{}, false, nil
 	}
 	if err != nil {
-		return store.Entry{}, false, s.Wrap("peek", err)
+		return store.Entry{}, false, s.conn.Wrap("peek", err)
 	}
 	if msg.Subject != subject {
 		return store.Entry{}, false, fmt.Errorf("store: peek: asked for the first message of %s, got one of %s", subject, msg.Subject)
@@ -458,21 +458,21 @@ func (s *Store) Peek(route string) (store.Entry, bool, error) {
 // recently in this process the route is known; for any other key Delete
 // first asks the server which subject the sequence is on.
 func (s *Store) Delete(key string) error {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return store.ErrClosed
 	}
 	route, seq, ok := store.ParseKey(key)
 	if !ok {
 		return nil
 	}
-	subject := Subject(s.name, route)
+	subject := Subject(s.conn.name, route)
 	defer s.turns.take(route)()
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
 	if !s.peeked.is(seq, route) {
 		found, err := s.has(ctx, subject, seq)
 		if err != nil || !found {
-			return s.Wrap("delete", err)
+			return s.conn.Wrap("delete", err)
 		}
 	}
 	err := s.stream.DeleteMsg(ctx, seq)
@@ -486,7 +486,7 @@ func (s *Store) Delete(key string) error {
 	if err == nil {
 		s.peeked.forget(seq)
 	}
-	return s.Wrap("delete", err)
+	return s.conn.Wrap("delete", err)
 }
 
 // has reports whether the message with sequence seq is stored under
@@ -504,45 +504,49 @@ func (s *Store) has(ctx context.Context, subject string, seq uint64) (bool, erro
 
 // Depth implements [Store.Depth]. It asks the server.
 func (s *Store) Depth(route string) (int, error) {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
-	n, err := s.count(ctx, Subject(s.name, route))
+	n, err := s.count(ctx, Subject(s.conn.name, route))
 	if err != nil {
-		return 0, s.Wrap("depth", err)
+		return 0, s.conn.Wrap("depth", err)
 	}
 	return n, nil
 }
 
 // Server returns the URL of the server the store is connected to, without
 // its password, or an empty string while it is not connected.
-func (s *Store) Server() string { return s.nc.ConnectedUrlRedacted() }
+// Conn is the store's connection, for the packages that keep records of
+// their own beside the queue stream.
+func (s *Store) Conn() *Conn { return &s.conn }
+
+func (s *Store) Server() string { return s.conn.nc.ConnectedUrlRedacted() }
 
 // Close implements [Store.Close]: it ends every watch ([Store.Watch]) and
 // closes the connection, which fails requests still waiting for an answer
 // with [store.ErrClosed]. The stream and its messages stay on the server.
 // Calling Close again returns [store.ErrClosed].
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if s.conn.closed.Swap(true) {
 		return store.ErrClosed
 	}
-	s.bg.stop()
-	s.nc.Close()
+	s.conn.bg.stop()
+	s.conn.nc.Close()
 	return nil
 }
 
 // Totals implements [store.Totaler] with one stream-info request.
 func (s *Store) Totals() (store.Totals, error) {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return store.Totals{}, store.ErrClosed
 	}
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
 	info, err := s.stream.Info(ctx)
 	if err != nil {
-		return store.Totals{}, s.Wrap("totals", err)
+		return store.Totals{}, s.conn.Wrap("totals", err)
 	}
 	return store.Totals{Routes: int(info.State.NumSubjects), Entries: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}, nil
 }

@@ -52,23 +52,23 @@ func openNATSWith(tb testing.TB, srv *natstest.Server, opts *Options) *Store {
 // the stream's settings still fit, and that no route turn is left taken. A
 // closed store passes.
 func (s *Store) check() error {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return nil
 	}
 	if n := s.turns.held(); n != 0 {
 		return fmt.Errorf("%d route turns still taken", n)
 	}
-	ctx, cancel := s.Request()
+	ctx, cancel := s.conn.Request()
 	defer cancel()
 	info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(">"))
 	if err != nil {
 		return err
 	}
-	if ms := compareStreamConfig(info.Config, streamConfig(s.name, s.cap, info.Config.Replicas, s.totalBytes.Load(), 0)); len(ms) > 0 {
-		return &StreamConfigError{Stream: s.name, Mismatches: ms}
+	if ms := compareStreamConfig(info.Config, streamConfig(s.conn.name, s.cap, info.Config.Replicas, s.totalBytes.Load(), 0)); len(ms) > 0 {
+		return &StreamConfigError{Stream: s.conn.name, Mismatches: ms}
 	}
 	for subject, n := range info.State.Subjects {
-		if _, ok := Route(s.name, subject); !ok {
+		if _, ok := Route(s.conn.name, subject); !ok {
 			return fmt.Errorf("subject %q is not one of a route", subject)
 		}
 		if n > uint64(s.cap) {
@@ -335,7 +335,7 @@ func TestNATSServerRestart(t *testing.T) {
 	s := openNATSWith(t, srv, &Options{Stream: "RESTART"})
 	before, _ := enqueue(t, s, "K#s", "before")
 
-	lost := s.nc.StatusChanged(nats.RECONNECTING)
+	lost := s.conn.nc.StatusChanged(nats.RECONNECTING)
 	srv.Shutdown()
 	waitStatus(t, lost)
 	if _, _, err := s.Enqueue("K#s", []byte("during")); !errors.Is(err, ErrUnreachable) {
@@ -345,7 +345,7 @@ func TestNATSServerRestart(t *testing.T) {
 		t.Fatalf("Peek while the server is down: %v, want ErrUnreachable", err)
 	}
 
-	back := s.nc.StatusChanged(nats.CONNECTED)
+	back := s.conn.nc.StatusChanged(nats.CONNECTED)
 	srv.Restart()
 	waitStatus(t, back)
 	after, _ := enqueue(t, s, "K#s", "after")

@@ -284,27 +284,27 @@ func (s *Store) fitStream(ctx context.Context, js jetstream.JetStream, stream je
 		have := stream.CachedInfo().Config
 		plan := planFit(have, want, longest)
 		if len(plan.refused) > 0 {
-			return nil, (&StreamConfigError{Stream: s.name, Mismatches: plan.refused}).AsStoreError()
+			return nil, (&StreamConfigError{Stream: s.conn.name, Mismatches: plan.refused}).AsStoreError()
 		}
 		s.totalBytes.Store(plan.total)
 		if len(plan.changes) == 0 {
 			if plan.total < want.MaxBytes {
-				s.log.Warn("the stream keeps a lower total than this bus's; it applies", "stream", s.name,
+				s.conn.log.Warn("the stream keeps a lower total than this bus's; it applies", "stream", s.conn.name,
 					"max_bytes", plan.total, "total_bytes", want.MaxBytes)
 			}
 			return stream, nil
 		}
 		if _, err := js.UpdateStream(ctx, plan.config); err != nil {
-			return nil, store.Errorf(err, "bring stream %q up to date (%s): %v", s.name, changeList(plan.changes), err)
+			return nil, store.Errorf(err, "bring stream %q up to date (%s): %v", s.conn.name, changeList(plan.changes), err)
 		}
-		s.log.Info("stream brought up to date", "stream", s.name, "changed", changeList(plan.changes))
+		s.conn.log.Info("stream brought up to date", "stream", s.conn.name, "changed", changeList(plan.changes))
 		// Look again: another process may have changed it meanwhile.
 		var err error
-		if stream, err = js.Stream(ctx, s.name); err != nil {
-			return nil, store.Errorf(err, "open stream %q: %v", s.name, err)
+		if stream, err = js.Stream(ctx, s.conn.name); err != nil {
+			return nil, store.Errorf(err, "open stream %q: %v", s.conn.name, err)
 		}
 	}
-	return nil, store.Errorf(nil, "stream %q still changes after %d updates: is another process editing it?", s.name, fitUpdates)
+	return nil, store.Errorf(nil, "stream %q still changes after %d updates: is another process editing it?", s.conn.name, fitUpdates)
 }
 
 // fitPlan is what fitStream does to a stream.

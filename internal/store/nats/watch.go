@@ -20,11 +20,11 @@ var (
 // error wrapping [ErrUnreachable] while the connection to the server is
 // down.
 func (s *Store) Healthy() error {
-	if s.closed.Load() {
+	if s.conn.closed.Load() {
 		return store.ErrClosed
 	}
-	if !s.nc.IsConnected() {
-		return fmt.Errorf("%w: connection %s", ErrUnreachable, s.nc.Status())
+	if !s.conn.nc.IsConnected() {
+		return fmt.Errorf("%w: connection %s", ErrUnreachable, s.conn.nc.Status())
 	}
 	return nil
 }
@@ -102,41 +102,41 @@ func (w *natsWatches) reconnected() {
 // Until the consumer runs (the server may be unreachable when Watch is
 // called), a goroutine of the store tries again with growing pauses.
 func (s *Store) Watch(stored func(route string), lost func()) (stop func()) {
-	return s.Go(func(ctx context.Context) { s.watch(ctx, stored, lost) })
+	return s.conn.Go(func(ctx context.Context) { s.watch(ctx, stored, lost) })
 }
 
 // watch runs one watch until ctx ends.
 func (s *Store) watch(ctx context.Context, stored func(string), lost func()) {
-	s.KeepConsuming(ctx,
+	s.conn.KeepConsuming(ctx,
 		func(ctx context.Context) (jetstream.ConsumeContext, error) { return s.startWatch(ctx, stored) },
 		func() (ended func()) {
-			ended = s.bg.running(lost)
+			ended = s.conn.bg.running(lost)
 			// Messages stored before the watch started had no hint.
 			lost()
 			return ended
 		},
-		"cannot watch the stream for messages stored by other processes; trying again", "stream", s.name)
+		"cannot watch the stream for messages stored by other processes; trying again", "stream", s.conn.name)
 }
 
 // startWatch creates the ordered consumer and starts consuming from it.
 func (s *Store) startWatch(ctx context.Context, stored func(string)) (jetstream.ConsumeContext, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	rctx, cancel := context.WithTimeout(ctx, s.conn.timeout)
 	defer cancel()
 	info, err := s.stream.Info(rctx)
 	if err != nil {
-		return nil, s.Wrap("watch", err)
+		return nil, s.conn.Wrap("watch", err)
 	}
 	cons, err := s.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{Subjects(s.name)},
+		FilterSubjects: []string{Subjects(s.conn.name)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    info.State.LastSeq + 1,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return nil, s.Wrap("watch", err)
+		return nil, s.conn.Wrap("watch", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		route, ok := Route(s.name, m.Subject())
+		route, ok := Route(s.conn.name, m.Subject())
 		if !ok {
 			return
 		}
@@ -147,12 +147,12 @@ func (s *Store) startWatch(ctx context.Context, stored func(string)) (jetstream.
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		// The client restarts the consumer by itself after the
 		// errors that stop it.
-		if !s.closed.Load() {
-			s.log.Debug("stream watch", "stream", s.name, "err", err)
+		if !s.conn.closed.Load() {
+			s.conn.log.Debug("stream watch", "stream", s.conn.name, "err", err)
 		}
 	}))
 	if err != nil {
-		return nil, s.Wrap("watch", err)
+		return nil, s.conn.Wrap("watch", err)
 	}
 	return cc, nil
 }

@@ -131,7 +131,7 @@ func TestNATSWatchSurvivesServerRestart(t *testing.T) {
 		t.Fatalf("hint before the restart names %q", got)
 	}
 
-	backA, backB := a.nc.StatusChanged(nats.CONNECTED), b.nc.StatusChanged(nats.CONNECTED)
+	backA, backB := a.conn.nc.StatusChanged(nats.CONNECTED), b.conn.nc.StatusChanged(nats.CONNECTED)
 	srv.Restart()
 	waitStatus(t, backA)
 	waitStatus(t, backB)
@@ -163,9 +163,9 @@ func TestNATSWatchAfterReconnectOfWatcher(t *testing.T) {
 		t.Fatalf("first hint names %q", got)
 	}
 
-	gone := b.nc.StatusChanged(nats.RECONNECTING)
-	back := b.nc.StatusChanged(nats.CONNECTED)
-	if err := b.nc.ForceReconnect(); err != nil {
+	gone := b.conn.nc.StatusChanged(nats.RECONNECTING)
+	back := b.conn.nc.StatusChanged(nats.CONNECTED)
+	if err := b.conn.nc.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, gone)
@@ -221,13 +221,13 @@ func TestNATSHealthyFollowsTheConnection(t *testing.T) {
 	if err := s.Healthy(); err != nil {
 		t.Fatalf("Healthy while connected: %v", err)
 	}
-	lost := s.nc.StatusChanged(nats.RECONNECTING)
+	lost := s.conn.nc.StatusChanged(nats.RECONNECTING)
 	srv.Shutdown()
 	waitStatus(t, lost)
 	if err := s.Healthy(); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("Healthy while the server is down: %v, want ErrUnreachable", err)
 	}
-	back := s.nc.StatusChanged(nats.CONNECTED)
+	back := s.conn.nc.StatusChanged(nats.CONNECTED)
 	srv.Restart()
 	waitStatus(t, back)
 	if err := s.Healthy(); err != nil {
