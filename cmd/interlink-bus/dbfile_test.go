@@ -18,7 +18,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/interlink-go/interlink/internal/store"
+	boltstore "github.com/interlink-go/interlink/internal/store/bolt"
 )
 
 // exitTimeout bounds how long a bus that should refuse its database may
@@ -30,7 +30,7 @@ const exitTimeout = 10 * time.Second
 // page size.
 func writeQueues(t *testing.T, path string, n int) (leaves []int, pageSize int) {
 	t.Helper()
-	s, err := store.OpenBolt(path, nil)
+	s, err := boltstore.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

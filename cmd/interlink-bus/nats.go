@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/rosterlog"
 	"github.com/interlink-go/interlink/internal/store"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
 // natsConfig is the validated NATS part of the command line; url is empty
@@ -65,9 +67,9 @@ func (c *cli) natsSettings(f natsFlags, db, dbSource string) (cfg natsConfig, co
 	}
 	cfg.stream = stream
 	if stream == "" {
-		cfg.stream = store.DefaultStream
-	} else if err := store.CheckStreamName(stream); err != nil {
-		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", streamSource, stream, strings.TrimPrefix(err.Error(), "store: ")), helpHint), false
+		cfg.stream = natsstore.DefaultStream
+	} else if err := natsstore.CheckStreamName(stream); err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %s", streamSource, stream, store.Reason(err)), helpHint), false
 	}
 	cfg.replicas = 1
 	if replicas != "" {
@@ -95,7 +97,7 @@ func hasCredentials(servers string) bool {
 
 // openNATS opens the queue stream and the roster bucket. When ok is false
 // the problem has been reported and code is the status to exit with.
-func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (st *store.NATS, rl *store.NATSRoster, code int, ok bool) {
+func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (st *natsstore.Store, rl *rosterlog.Roster, code int, ok bool) {
 	if cfg.fromFlag && hasCredentials(cfg.url) {
 		log.Warn("the NATS credentials in --nats can be read by other users of this machine in the process list; " +
 			"use --nats-creds FILE, or give the URL in INTERLINK_NATS")
@@ -109,7 +111,7 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 		f.Close()
 		connect = append(connect, nats.UserCredentials(cfg.creds))
 	}
-	st, err := store.OpenNATS(cfg.url, &store.NATSOptions{
+	st, err := natsstore.Open(cfg.url, &natsstore.Options{
 		Options:      *opts,
 		Stream:       cfg.stream,
 		Replicas:     cfg.replicas,
@@ -120,15 +122,15 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 	if err != nil {
 		var hint []string
 		switch {
-		case errors.Is(err, store.ErrUnreachable):
+		case errors.Is(err, natsstore.ErrUnreachable):
 			hint = []string{"the bus does not start without its store; start nats-server first, or fix --nats"}
 		case errors.Is(err, store.ErrPayloadLimit):
 			hint = []string{fmt.Sprintf("the bus needs message bodies of at least %d bytes; set max_payload: 4MB in every nats-server's configuration, "+
 				"which takes every body of up to 2 MiB", bus.MinBodyBytes)}
 		}
-		return nil, nil, c.fail(exitError, "cannot open the queues in NATS: "+strings.TrimPrefix(err.Error(), "store: "), hint...), false
+		return nil, nil, c.fail(exitError, "cannot open the queues in NATS: "+store.Reason(err), hint...), false
 	}
-	rl, err = st.OpenRoster(&store.NATSRosterOptions{
+	rl, err = rosterlog.Open(st, &rosterlog.Options{
 		MaxAge: bus.RosterRetention,
 		// Removals and entries that gave way also take room until
 		// they are dropped or discarded.
@@ -139,14 +141,14 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 	})
 	if err != nil {
 		st.Close()
-		return nil, nil, c.fail(exitError, "cannot open the roster in NATS: "+strings.TrimPrefix(err.Error(), "store: ")), false
+		return nil, nil, c.fail(exitError, "cannot open the roster in NATS: "+store.Reason(err)), false
 	}
 	log.Info("queues and roster in NATS JetStream", "nats", st.Server(), "stream", cfg.stream,
 		"replicas", cfg.replicas, "roster", rl.Bucket())
 	if limit := bus.BodyLimit(st.MaxValue()); limit < bus.MaxBodyBytes {
 		log.Warn("the NATS server's max_payload limits message bodies; a larger /send gets 413",
 			"max_body", limit, "max_payload", st.MaxPayload(),
-			"hint", fmt.Sprintf("set max_payload to %d or more (such as 4MB) for bodies of up to 2 MiB", store.MinPayload(bus.MaxEnvelopeBytes)))
+			"hint", fmt.Sprintf("set max_payload to %d or more (such as 4MB) for bodies of up to 2 MiB", natsstore.MinPayload(bus.MaxEnvelopeBytes)))
 	}
 	return st, rl, exitOK, true
 }

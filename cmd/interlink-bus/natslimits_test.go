@@ -19,6 +19,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/store"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 	"github.com/interlink-go/interlink/internal/store/natstest"
 )
 
@@ -52,7 +53,7 @@ func TestBusServesOnAStockNATSServer(t *testing.T) {
 	srv := natstest.Start(t, &natstest.Options{MaxPayload: natstest.StockMaxPayload})
 	p := natsBus(t, srv, "STOCK")
 	defer p.stop(t)
-	limit := bus.BodyLimit(natstest.StockMaxPayload - (store.MinPayload(0)))
+	limit := bus.BodyLimit(natstest.StockMaxPayload - (natsstore.MinPayload(0)))
 	want := strconv.FormatInt(limit, 10)
 
 	warn := logLines(p.logs.String(), "the NATS server's max_payload limits message bodies; a larger /send gets 413")
@@ -105,13 +106,13 @@ func TestBusServesOnAStockNATSServer(t *testing.T) {
 // names the setting, what the server has and the least the bus needs.
 func TestBusOnASmallMaxPayload(t *testing.T) {
 	t.Parallel()
-	minimum := store.MinPayload(bus.MinEnvelopeBytes)
+	minimum := natsstore.MinPayload(bus.MinEnvelopeBytes)
 	t.Run("64KiB", func(t *testing.T) {
 		t.Parallel()
 		srv := natstest.Start(t, &natstest.Options{MaxPayload: 64 << 10})
 		p := natsBus(t, srv, "SMALL")
 		defer p.stop(t)
-		limit := bus.BodyLimit(64<<10 - store.MinPayload(0))
+		limit := bus.BodyLimit(64<<10 - natsstore.MinPayload(0))
 		if code, header, answer := postBody(t, p.base, bodyOf(t, "K#s", limit)); code != http.StatusAccepted || header != strconv.FormatInt(limit, 10) {
 			t.Fatalf("send of %d bytes: %d %s, header %q", limit, code, answer, header)
 		}
@@ -168,7 +169,7 @@ func TestBusUpdatesTheStreamOfAnOlderBus(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:              "OLDBUS",
 		Description:       "interlink bus queues, one subject per route",
-		Subjects:          []string{store.NATSSubjects("OLDBUS")},
+		Subjects:          []string{natsstore.Subjects("OLDBUS")},
 		MaxConsumers:      -1,
 		MaxMsgs:           -1,
 		MaxBytes:          -1,
@@ -181,7 +182,7 @@ func TestBusUpdatesTheStreamOfAnOlderBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, payload := range []string{`"one"`, `"two"`} {
-		if _, err := js.Publish(ctx, store.NATSSubject("OLDBUS", "K#old"), []byte(`{"payload":`+payload+`,"ts":1}`)); err != nil {
+		if _, err := js.Publish(ctx, natsstore.Subject("OLDBUS", "K#old"), []byte(`{"payload":`+payload+`,"ts":1}`)); err != nil {
 			t.Fatal(err)
 		}
 	}

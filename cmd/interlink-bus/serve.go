@@ -23,6 +23,7 @@ import (
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/connlimit"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -71,13 +72,9 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// The metrics exist before the store, which reports its commit times
 	// to them, and before the bus, whose handler they wrap.
 	metrics := busmetrics.New()
-	st, roster, code, ok := c.openStore(cfg, log, metrics.ObserveCommit)
+	st, roster, code, ok := c.openStore(&cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
-	}
-	if n, ok := st.(*store.NATS); ok {
-		// A stream with a lower max_bytes keeps it (see store.OpenNATS).
-		cfg.totalBytes = n.TotalBytes()
 	}
 	metrics.Limits(busmetrics.Limits{QueueCap: cfg.queueCap, QueueBytes: cfg.queueBytes, TotalBytes: cfg.totalBytes})
 	ln, err := net.Listen("tcp", cfg.addr.String())
@@ -124,8 +121,9 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	// A database found damaged while serving stops the bus: every send and
 	// poll would fail from then on, and the file needs its operator.
 	var damaged <-chan struct{}
-	if b, ok := st.(*store.Bolt); ok {
-		damaged = b.Failed()
+	failer, canFail := st.(store.Failer)
+	if canFail {
+		damaged = failer.Failed()
 	}
 	select {
 	case err := <-served:
@@ -140,7 +138,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		srv.Shutdown()
 		hs.Close()
 		<-served
-		return c.fail(exitError, damagedLine(st.(*store.Bolt).Err(), true))
+		return c.fail(exitError, damagedLine(failer.Err(), true))
 	case <-ctx.Done():
 	}
 
@@ -163,32 +161,35 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 // bbolt store reports its commit times to observeCommit. With NATS it also
 // opens the roster's bucket, which roster then is; otherwise roster is nil.
 // When ok is false the problem has been reported and code is the status to
-// exit with.
-func (c *cli) openStore(cfg serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, roster bus.RosterLog, code int, ok bool) {
-	opts := &store.Options{Cap: cfg.queueCap, Logger: log, AckDelay: cfg.ackDelay, ObserveCommit: observeCommit}
+// exit with. A stream with a lower max_bytes than cfg's total keeps it
+// (see natsstore.Open), and openStore sets cfg's total to it.
+func (c *cli) openStore(cfg *serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, roster bus.RosterLog, code int, ok bool) {
+	opts := &store.Options{Cap: cfg.queueCap, Logger: log}
 	opts.RouteBytes, opts.TotalBytes = cfg.queueBytes, cfg.totalBytes
-	if cfg.ackDelay == 0 {
-		opts.AckDelay = -1 // the store's word for "at once"
-	}
 	if cfg.nats.url != "" {
 		n, rl, code, ok := c.openNATS(cfg.nats, opts, log)
 		if !ok {
 			return nil, nil, code, false
 		}
+		cfg.totalBytes = n.TotalBytes()
 		return n, rl, exitOK, true
 	}
 	if cfg.db == "" {
 		log.Warn("in-memory queue, lost on restart")
 		return store.NewMemory(opts), nil, exitOK, true
 	}
-	b, err := store.OpenBolt(cfg.db, opts)
+	bopts := &bolt.Options{Options: *opts, AckDelay: cfg.ackDelay, ObserveCommit: observeCommit}
+	if cfg.ackDelay == 0 {
+		bopts.AckDelay = -1 // the store's word for "at once"
+	}
+	b, err := bolt.Open(cfg.db, bopts)
 	switch {
 	case err == nil:
 		log.Info("durable queue", "db", cfg.db)
 		return b, nil, exitOK, true
-	case errors.Is(err, store.ErrCorrupt):
+	case errors.Is(err, bolt.ErrCorrupt):
 		return nil, nil, c.fail(exitError, damagedLine(err, false)), false
-	case errors.Is(err, store.ErrLocked):
+	case errors.Is(err, bolt.ErrLocked):
 		return nil, nil, c.fail(exitError, fmt.Sprintf("database %s is in use by another process", cfg.db),
 			"is another interlink-bus using it? stop that one, or give this one its own --db file"), false
 	case errors.Is(err, fs.ErrNotExist):
@@ -343,7 +344,7 @@ func (f *freshConns) closeAll() {
 // it while serving rather than at start.
 func damagedLine(err error, serving bool) string {
 	path, detail := "", err.Error()
-	if ce, ok := errors.AsType[*store.CorruptError](err); ok {
+	if ce, ok := errors.AsType[*bolt.CorruptError](err); ok {
 		path, detail = ce.Path, ce.Detail
 	}
 	found := "is damaged"

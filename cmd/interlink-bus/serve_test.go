@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 )
 
 // With port 0 the log names the port actually bound, and the bus
@@ -128,7 +128,7 @@ func TestSIGTERMClosesDatabase(t *testing.T) {
 		t.Errorf("no stop line in:\n%s", p.logs.String())
 	}
 
-	st, err := store.OpenBolt(db, nil)
+	st, err := bolt.Open(db, nil)
 	if err != nil {
 		t.Fatalf("reopening the database: %v", err)
 	}

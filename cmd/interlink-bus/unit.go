@@ -13,6 +13,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/connlimit"
 	"github.com/interlink-go/interlink/internal/store"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
 // unitUsage is printed for "interlink-bus unit --help".
@@ -216,8 +217,8 @@ func (c *cli) unitNATS(nf natsFlags, db string) (args []string, code int, ok boo
 	}
 	args = []string{"--nats", unitArg(nf.url)}
 	if nf.stream != "" {
-		if err := store.CheckStreamName(nf.stream); err != nil {
-			return fail(fmt.Sprintf("--nats-stream %q: %v", nf.stream, strings.TrimPrefix(err.Error(), "store: ")), unitHint)
+		if err := natsstore.CheckStreamName(nf.stream); err != nil {
+			return fail(fmt.Sprintf("--nats-stream %q: %s", nf.stream, store.Reason(err)), unitHint)
 		}
 		args = append(args, "--nats-stream", nf.stream)
 	}

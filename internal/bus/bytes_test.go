@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 )
 
 // boundedStores opens the real stores with the given byte bounds.
@@ -20,7 +21,11 @@ var boundedStores = []struct {
 	{"memory", func(_ testing.TB, opts *store.Options) store.Store { return store.NewMemory(opts) }},
 	{"bolt", func(tb testing.TB, opts *store.Options) store.Store {
 		tb.Helper()
-		st, err := store.OpenBolt(filepath.Join(tb.TempDir(), "bus.db"), opts)
+		bo := &bolt.Options{}
+		if opts != nil {
+			bo.Options = *opts
+		}
+		st, err := bolt.Open(filepath.Join(tb.TempDir(), "bus.db"), bo)
 		if err != nil {
 			tb.Fatal(err)
 		}

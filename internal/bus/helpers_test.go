@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -44,7 +45,7 @@ var storeKinds = []storeKind{
 	}},
 	{name: "bolt", slow: true, open: func(tb testing.TB, capacity int) store.Store {
 		tb.Helper()
-		st, err := store.OpenBolt(filepath.Join(tb.TempDir(), "bus.db"), &store.Options{Cap: capacity})
+		st, err := bolt.Open(filepath.Join(tb.TempDir(), "bus.db"), &bolt.Options{Options: store.Options{Cap: capacity}})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/rosterlog"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 	"github.com/interlink-go/interlink/internal/store/natstest"
 )
 
@@ -18,14 +19,14 @@ import (
 // with the roster in the stream's bucket, as interlink-bus --nats runs.
 func newNATSHarness(t *testing.T, srv *natstest.Server, stream string) *harness {
 	t.Helper()
-	st, err := store.OpenNATS(srv.URL(), &store.NATSOptions{
+	st, err := natsstore.Open(srv.URL(), &natsstore.Options{
 		Stream:  stream,
 		Connect: []nats.Option{nats.ReconnectWait(20 * time.Millisecond)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := st.OpenRoster(nil)
+	rl, err := rosterlog.Open(st, nil)
 	if err != nil {
 		st.Close()
 		t.Fatal(err)
@@ -42,12 +43,12 @@ func newNATSHarness(t *testing.T, srv *natstest.Server, stream string) *harness 
 func TestNATSRosterAnswersTheGoldenExchanges(t *testing.T) {
 	t.Parallel()
 	srv := natstest.Start(t, nil)
-	st, err := store.OpenNATS(srv.URL(), &store.NATSOptions{Stream: "GOLDEN"})
+	st, err := natsstore.Open(srv.URL(), &natsstore.Options{Stream: "GOLDEN"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rl, err := st.OpenRoster(nil)
+	rl, err := rosterlog.Open(st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"github.com/interlink-go/interlink/internal/store"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
 // memLog is a [RosterLog] in memory that applies every change to every
@@ -238,7 +238,7 @@ func TestSharedRosterFailingLog(t *testing.T) {
 	log := newMemLog()
 	h := newSharedHarness(t, log)
 	log.mu.Lock()
-	log.putErr = store.ErrUnreachable
+	log.putErr = natsstore.ErrUnreachable
 	log.mu.Unlock()
 	rec := h.do(http.MethodPost, "/announce", `{"pubkey":"k"}`)
 	if rec.Code != http.StatusInternalServerError || rec.Body.String() != `{"error":"storage error"}` {

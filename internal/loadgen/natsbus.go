@@ -13,7 +13,9 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/busmetrics"
+	"github.com/interlink-go/interlink/internal/rosterlog"
 	"github.com/interlink-go/interlink/internal/store"
+	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
 // readyWait bounds the start of a NATS server in this process and the
@@ -38,7 +40,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	}
 	stream := "BENCH_" + runID()
 	var (
-		stores   []*store.NATS
+		stores   []*natsstore.Store
 		servers  []*bus.Server
 		handlers []http.Handler
 	)
@@ -62,7 +64,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 		}
 	}()
 	for range cfg.Buses {
-		st, err := store.OpenNATS(natsURL, &store.NATSOptions{
+		st, err := natsstore.Open(natsURL, &natsstore.Options{
 			Options:      store.Options{Cap: cfg.QueueCap, Logger: logger},
 			Stream:       stream,
 			MinValue:     bus.MinEnvelopeBytes,
@@ -72,7 +74,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 			return nil, err
 		}
 		stores = append(stores, st)
-		rl, err := st.OpenRoster(&store.NATSRosterOptions{MaxAge: bus.RosterRetention, MaxRecords: 2 * bus.RosterCap})
+		rl, err := rosterlog.Open(st, &rosterlog.Options{MaxAge: bus.RosterRetention, MaxRecords: 2 * bus.RosterCap})
 		if err != nil {
 			return nil, err
 		}

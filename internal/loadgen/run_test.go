@@ -16,6 +16,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 )
 
 // short is the measurement window of the test runs.
@@ -381,7 +382,7 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 
 func TestBoltFloorRefusesExistingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "taken.db")
-	st, err := store.OpenBolt(path, nil)
+	st, err := bolt.Open(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/store/bolt"
 )
 
 // target is the bus a run loads.
@@ -32,7 +33,7 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 		return startNATSBuses(cfg, logger)
 	}
 	metrics := busmetrics.New()
-	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger, ObserveCommit: metrics.ObserveCommit,
+	opts := &store.Options{Cap: cfg.QueueCap, Logger: logger,
 		RouteBytes: cfg.QueueBytes, TotalBytes: cfg.TotalBytes}
 	route, total := opts.Bounds()
 	var (
@@ -51,7 +52,7 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 		} else if err := mustNotExist(path); err != nil {
 			return nil, err
 		}
-		b, err := store.OpenBolt(path, opts)
+		b, err := bolt.Open(path, &bolt.Options{Options: *opts, ObserveCommit: metrics.ObserveCommit})
 		if err != nil {
 			os.RemoveAll(tmpDir)
 			return nil, err

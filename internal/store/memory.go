@@ -35,8 +35,6 @@ type Memory struct {
 	closed bool                 // guarded by mu
 }
 
-var _ Store = (*Memory)(nil)
-
 // memEntry is one stored entry. Its value is never modified after it is
 // stored, so it may be read (and copied) outside the lock.
 type memEntry struct {
@@ -48,7 +46,7 @@ type memEntry struct {
 // size returns what the entry counts for against the byte bounds: its
 // [EntrySize], from the route at the start of its key.
 func (e *memEntry) size() int64 {
-	return EntrySize(e.key[:len(e.key)-1-seqDigits], len(e.value))
+	return EntrySize(e.key[:len(e.key)-1-SeqDigits], len(e.value))
 }
 
 // memQueue is one route's entries, oldest first, in entries[head:]. Slots
@@ -123,15 +121,15 @@ func (q *memQueue) overflow(size int64, capacity int, routeBytes int64) (drop in
 // NewMemory returns an empty in-memory store. It uses opts.Cap, the byte
 // bounds and opts.Now; it does not log.
 func NewMemory(opts *Options) *Memory {
+	o := opts.WithDefaults()
 	var next uint64
-	if ns := opts.now().UnixNano(); ns > 0 {
+	if ns := o.Now().UnixNano(); ns > 0 {
 		next = uint64(ns)
 	}
-	routeBytes, totalBytes := opts.Bounds()
 	return &Memory{
-		cap:        opts.capacity(),
-		routeBytes: routeBytes,
-		totalBytes: totalBytes,
+		cap:        o.Cap,
+		routeBytes: o.RouteBytes,
+		totalBytes: o.TotalBytes,
 		queues:     make(map[string]*memQueue),
 		next:       next,
 	}
@@ -193,7 +191,7 @@ func (m *Memory) Peek(route string) (Entry, bool, error) {
 // Delete implements [Store.Delete]. A key that [Key] could not have made is
 // simply not found.
 func (m *Memory) Delete(key string) error {
-	route, seq, ok := splitKey(key)
+	route, seq, ok := ParseKey(key)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -238,4 +236,19 @@ func (m *Memory) Close() error {
 	m.queues = nil
 	m.bytes = 0
 	return nil
+}
+
+// Totals implements [Totaler]. It holds the lock for a pass over the
+// routes, not over the entries.
+func (m *Memory) Totals() (Totals, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Totals{}, ErrClosed
+	}
+	t := Totals{Routes: len(m.queues), Bytes: m.bytes}
+	for _, q := range m.queues {
+		t.Entries += q.len()
+	}
+	return t, nil
 }

@@ -1,5 +1,28 @@
-// Package store keeps the bus's message queues: one FIFO queue per route,
-// bounded, with the oldest entry dropped when a queue is full.
+// Package store defines the bus's message queues: one FIFO queue per route,
+// bounded, with the oldest entry dropped when a queue is full. It holds
+// what every implementation shares (the [Store] interface, [Entry], keys,
+// errors and byte bounds), the optional abilities a caller may ask a store
+// for, and [Memory], the implementation that keeps queues in process
+// memory.
+//
+// # Implementations
+//
+// There are three implementations of [Store]: [Memory], which loses
+// everything when the process ends; package store/bolt, a bbolt file that
+// survives restarts; and package store/nats, a NATS JetStream stream that
+// several processes can share and that a JetStream cluster replicates.
+// The bus uses any of them through the interface, and package
+// store/storetest holds the conformance tests that every one of them runs.
+//
+// # Optional abilities
+//
+// Stores may offer more through small interfaces, which a caller checks
+// for with a type assertion on the [Store] it holds, never on a concrete
+// type: [Totaler] counts what all queues hold; [Watcher] tells of messages
+// that other processes stored in a shared store, [Health] whether a store
+// that lives behind a connection can serve now, [ValueLimiter] how long a
+// value may be when something other than the byte bounds limits it, and
+// [Failer] when a store found, while it ran, that it can serve no more.
 //
 // # Bounds
 //
@@ -9,22 +32,7 @@
 // its own bounds drops that queue's oldest entries, as the original bus
 // did for its count; one that would take the store past its total is
 // refused with an error wrapping [ErrFull], and nothing changes. The
-// JetStream store has no per-route byte bound; see [NATS].
-//
-// There are three implementations of [Store]: [Memory], which loses
-// everything when the process ends; [Bolt], a bbolt file that survives
-// restarts; and [NATS], a NATS JetStream stream that several processes can
-// share and that a JetStream cluster replicates. The bus uses any of them
-// through the interface, and the same conformance tests run against all.
-//
-// Stores may offer more through optional interfaces: [Totaler] counts what
-// all queues hold; [Watcher] tells of messages that other processes stored
-// in a shared store, [Health] whether a store that lives behind a
-// connection can serve now, and [ValueLimiter] how long a value may be
-// when something other than the byte bounds limits it. The JetStream
-// store implements all four, and
-// keeps the bus roster's records for every process on its stream
-// ([NATS.OpenRoster]).
+// JetStream store has no per-route byte bound; see its package.
 //
 // # Keys
 //
@@ -71,48 +79,64 @@ const EntryOverhead = 176
 // the route once more (a store keeps the route's name beside its queue,
 // and one entry may be all a route has) and [EntryOverhead].
 func EntrySize(route string, valueLen int) int64 {
-	return int64(2*len(route)+1+seqDigits+valueLen) + EntryOverhead
+	return int64(2*len(route)+1+SeqDigits+valueLen) + EntryOverhead
 }
 
-// Errors returned by the stores. Callers compare them with [errors.Is].
+// Errors returned by every store. Callers compare them with [errors.Is];
+// each implementation adds its own for what only it can meet.
 var (
 	// ErrClosed is returned by every method after [Store.Close].
-	ErrClosed = errors.New("store: closed")
-	// ErrLocked is returned by [OpenBolt] when another process (or another
-	// open [Bolt] in this one) holds the database file.
-	ErrLocked = errors.New("store: another process holds the database")
-
-	// ErrUnreachable is returned by [OpenNATS] when no NATS server answers
-	// at the URL, and by the methods of [NATS] while the connection is down
-	// (it comes back on its own when a server is reachable again).
-	ErrUnreachable = errors.New("store: NATS server unreachable")
-	// ErrNoJetStream is returned by [OpenNATS] when the server, or the
-	// account the connection uses, has JetStream disabled.
-	ErrNoJetStream = errors.New("store: JetStream not enabled")
-	// ErrStreamConfig is returned by [OpenNATS] when the stream exists with
-	// settings the store cannot work with, or cannot be created because its
-	// subjects overlap another stream's. A [*StreamConfigError] carries the
-	// differing settings.
-	ErrStreamConfig = errors.New("store: stream settings do not fit")
-	// ErrPayloadLimit is returned by [OpenNATS] when the server's
-	// max_payload leaves less than [NATSOptions.MinValue], and wrapped by
-	// the [*BoundError] of an enqueue of a value longer than
-	// [NATS.MaxValue].
-	ErrPayloadLimit = errors.New("store: value above the NATS server's max_payload")
-	// ErrCorrupt is wrapped by every [*CorruptError]: a database file that
-	// is damaged, cut short or not a database at all.
-	ErrCorrupt = errors.New("store: damaged database file")
+	ErrClosed error = &Error{Reason: "closed"}
 
 	// ErrFull is wrapped by the [*BoundError] of an enqueue refused
 	// because the store would hold more than [Options.TotalBytes]. Nothing
 	// was stored or dropped; the same enqueue can succeed once entries
 	// have been deleted.
-	ErrFull = errors.New("store: queues full")
+	ErrFull error = &Error{Reason: "queues full"}
 	// ErrTooLarge is wrapped by the [*BoundError] of an enqueue refused
 	// because the entry alone is larger than [Options.RouteBytes], so no
 	// queue can ever take it.
-	ErrTooLarge = errors.New("store: entry larger than a queue may hold")
+	ErrTooLarge error = &Error{Reason: "entry larger than a queue may hold"}
+	// ErrPayloadLimit is wrapped by the [*BoundError] of an enqueue of a
+	// value longer than a [ValueLimiter] takes, such as one above what a
+	// NATS server's max_payload leaves.
+	ErrPayloadLimit error = &Error{Reason: "value above the NATS server's max_payload"}
 )
+
+// Error is an error of a store that a caller may put after words of its
+// own. Its text is "store: " and Reason, as the stores' errors read; a
+// caller that says itself what failed, as a command line's "cannot open
+// the queues in NATS: ..." does, prints Reason, and learns what the
+// failure is from Err with [errors.Is] and [errors.As].
+type Error struct {
+	// Reason says what went wrong and, where it can, what to do.
+	Reason string
+	// Err is what the failure is: a sentinel such as ErrClosed, a typed
+	// error, or the error the store met; nil when there is nothing more.
+	Err error
+}
+
+func (e *Error) Error() string { return "store: " + e.Reason }
+
+// Errorf returns a [*Error] whose Reason is format applied to args and
+// whose Err is err.
+func Errorf(err error, format string, args ...any) *Error {
+	return &Error{Reason: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Reason returns what err says after the "store: " a store's errors start
+// with: the Reason of a [*Error], and the whole text of any other error.
+// It looks at err itself, not at what err wraps, so the words a caller
+// put around a store's error are kept.
+func Reason(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Reason
+	}
+	return err.Error()
+}
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 // BoundError reports an enqueue refused by a byte bound. It wraps
 // [ErrFull], [ErrTooLarge] or [ErrPayloadLimit].
@@ -121,7 +145,7 @@ type BoundError struct {
 	Err error
 	// Bound is the bound that refused it, in bytes: [Options.TotalBytes]
 	// for ErrFull, [Options.RouteBytes] for ErrTooLarge, the largest
-	// value the store takes ([NATS.MaxValue]) for ErrPayloadLimit.
+	// value the store takes ([ValueLimiter.MaxValue]) for ErrPayloadLimit.
 	Bound int64
 	// Size is the entry's size as [EntrySize] counts it; for
 	// ErrPayloadLimit, the value's length.
@@ -140,24 +164,8 @@ func (e *BoundError) Error() string {
 
 func (e *BoundError) Unwrap() error { return e.Err }
 
-// CorruptError reports a database file that cannot be used as it is, found
-// by [OpenBolt] or by a [Bolt] while it runs. It wraps [ErrCorrupt].
-type CorruptError struct {
-	// Path is the database file.
-	Path string
-	// Detail says what is wrong, in a phrase.
-	Detail string
-}
-
-func (e *CorruptError) Error() string {
-	return fmt.Sprintf("store: %s is damaged: %s", e.Path, e.Detail)
-}
-
-func (e *CorruptError) Unwrap() error { return ErrCorrupt }
-
-// Options holds the settings shared by [NewMemory], [OpenBolt] and
-// [OpenNATS] (through [NATSOptions]). A nil
-// *Options, like its zero value, means defaults.
+// Options holds the settings every store takes; each implementation's own
+// options embed it. A nil *Options, like its zero value, means defaults.
 type Options struct {
 	// Cap is the most entries one route's queue holds. Zero or less means
 	// [DefaultCap]. Callers that accept a configured 0 clamp it to 1
@@ -167,51 +175,43 @@ type Options struct {
 	// [EntrySize] counts them; an enqueue drops the route's oldest entries
 	// until it fits, and refuses an entry larger than this with
 	// [ErrTooLarge]. Zero or less means [DefaultRouteBytes]; above
-	// TotalBytes it is TotalBytes. [NATS] applies only the second part.
+	// TotalBytes it is TotalBytes. The JetStream store applies only the
+	// second part.
 	RouteBytes int64
 	// TotalBytes is the most bytes all queues hold together; an enqueue
 	// that would go past it is refused with [ErrFull]. Zero or less means
-	// [DefaultTotalBytes]. For [NATS] it is the stream's max_bytes, which
-	// the server counts in its own way.
+	// [DefaultTotalBytes]. For the JetStream store it is the stream's
+	// max_bytes, which the server counts in its own way.
 	TotalBytes int64
 	// Now returns the current time; nil means [time.Now]. [Memory] uses it
-	// once, to seed its sequence, and [NATS] to set the first sequence of
-	// a stream it creates.
+	// once, to seed its sequence, and the JetStream store to set the first
+	// sequence of a stream it creates.
 	Now func() time.Time
 	// Logger receives the store's few log events; nil discards them. The
 	// stores do not log dropped entries: [Store.Enqueue] returns the count
 	// and the caller decides how to report it.
 	Logger *slog.Logger
-	// ObserveCommit, if set, is told how long each write of [Bolt] took
-	// from its start to its commit on disk, batching included. Other
-	// stores do not call it. It must return quickly.
-	ObserveCommit func(time.Duration)
-	// AckDelay is how long [Bolt] lets acknowledged deletes wait for an
-	// enqueue to share its commit before it commits them on their own; a
-	// crash can undo the acknowledgements of about this long. Zero means
-	// [DefaultAckDelay]; a negative value commits them as soon as the
-	// writer is free. The other stores ignore it.
-	AckDelay time.Duration
 }
 
-// DefaultAckDelay is the default of [Options.AckDelay].
-const DefaultAckDelay = 100 * time.Millisecond
-
-func (o *Options) ackDelay() time.Duration {
-	switch {
-	case o == nil || o.AckDelay == 0:
-		return DefaultAckDelay
-	case o.AckDelay < 0:
-		return 0
+// WithDefaults returns a copy of o with every default applied: Cap,
+// RouteBytes and TotalBytes as [Options.Bounds] gives them, Now and
+// Logger set. A store reads its settings from it.
+func (o *Options) WithDefaults() Options {
+	var d Options
+	if o != nil {
+		d = *o
 	}
-	return o.AckDelay
-}
-
-func (o *Options) capacity() int {
-	if o == nil || o.Cap <= 0 {
-		return DefaultCap
+	if d.Cap <= 0 {
+		d.Cap = DefaultCap
 	}
-	return o.Cap
+	d.RouteBytes, d.TotalBytes = o.Bounds()
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return d
 }
 
 // Bounds returns the byte bounds of o with defaults applied: the most one
@@ -225,20 +225,6 @@ func (o *Options) Bounds() (route, total int64) {
 		route = o.RouteBytes
 	}
 	return min(route, total), total
-}
-
-func (o *Options) now() time.Time {
-	if o == nil || o.Now == nil {
-		return time.Now()
-	}
-	return o.Now()
-}
-
-func (o *Options) logger() *slog.Logger {
-	if o == nil || o.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return o.Logger
 }
 
 // Entry is one stored message.
@@ -257,7 +243,7 @@ type Store interface {
 	// and its per-route byte bound, as one atomic step. It returns the
 	// new entry's key and how many entries were dropped. When it returns
 	// without error the entry is as durable as the implementation makes
-	// it (on disk, for Bolt). When the store would then hold more than its
+	// it (on disk, for the bbolt store). When the store would then hold more than its
 	// total byte bound, it changes nothing and returns a [*BoundError]
 	// wrapping [ErrFull]; see [Options] for the bounds.
 	Enqueue(route string, value []byte) (key string, dropped int, err error)
@@ -266,8 +252,8 @@ type Store interface {
 	Peek(route string) (Entry, bool, error)
 	// Delete removes the entry with exactly this key: once it returns,
 	// Peek and Depth no longer see it. Deleting a key that is not there is
-	// not an error. [Bolt] may commit the deletion to disk after it
-	// returns; see its documentation.
+	// not an error. A store may commit the deletion to disk after it
+	// returns, as the bbolt store does; see its documentation.
 	Delete(key string) error
 	// Depth returns the number of entries in route's queue.
 	Depth(route string) (int, error)
@@ -276,26 +262,14 @@ type Store interface {
 	Close() error
 }
 
-// ValueLimiter is a store that limits the length of a value beside its
-// byte bounds: [NATS] takes no value longer than its server's max_payload
-// allows. An enqueue of a longer value is refused with a [*BoundError]
-// wrapping [ErrPayloadLimit]. The limit may change while the store runs.
-type ValueLimiter interface {
-	// MaxValue returns the length of the largest value the store takes
-	// now. It does no I/O, so it can be asked for every request.
-	MaxValue() int64
-}
-
-var _ ValueLimiter = (*NATS)(nil)
-
 // Key returns the storage key of sequence number seq in route's queue.
 func Key(route string, seq uint64) string {
 	var b strings.Builder
-	b.Grow(len(route) + 1 + seqDigits)
+	b.Grow(len(route) + 1 + SeqDigits)
 	b.WriteString(route)
 	b.WriteByte(0)
-	var digits [seqDigits]byte
-	for i := seqDigits - 1; i >= 0; i-- {
+	var digits [SeqDigits]byte
+	for i := SeqDigits - 1; i >= 0; i-- {
 		digits[i] = byte('0' + seq%10)
 		seq /= 10
 	}
@@ -313,14 +287,14 @@ func HasRoute(key, route string) bool {
 	return strings.HasPrefix(key, RoutePrefix(route))
 }
 
-// seqDigits is the number of decimal digits of the sequence in a key.
-const seqDigits = 20
+// SeqDigits is the number of decimal digits of the sequence in a key.
+const SeqDigits = 20
 
-// splitKey parses a key made by [Key]. The route is everything before the
+// ParseKey parses a key made by [Key]. The route is everything before the
 // last NUL, so a route that itself held a NUL would still parse whole.
-func splitKey(key string) (route string, seq uint64, ok bool) {
+func ParseKey(key string) (route string, seq uint64, ok bool) {
 	i := strings.LastIndexByte(key, 0)
-	if i < 0 || len(key)-i-1 != seqDigits {
+	if i < 0 || len(key)-i-1 != SeqDigits {
 		return "", 0, false
 	}
 	seq, err := strconv.ParseUint(key[i+1:], 10, 64)
