@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
@@ -24,14 +25,13 @@ const (
 	// message.
 	DefaultRetryEvery = 5 * time.Second
 	// DefaultResignAfter is the age of a signature after which a message is
-	// signed again before an attempt. It equals the receivers' 24-hour
-	// freshness window.
-	DefaultResignAfter = 24 * time.Hour
+	// signed again before an attempt: the receivers' freshness window.
+	DefaultResignAfter = protocol.MaxPast
 	// DefaultExpireAfter is how long a message may stay pending before it
-	// is given up as [StateExpired]: three days, the time after which a
-	// relay forgets a session that stopped announcing itself, so a message
-	// still unsent by then is unlikely to find its recipient.
-	DefaultExpireAfter = 72 * time.Hour
+	// is given up as [StateExpired]: the time after which a relay forgets
+	// a session that stopped announcing itself, so a message still unsent
+	// by then is unlikely to find its recipient.
+	DefaultExpireAfter = protocol.RosterRetention
 	// DefaultWatchEvery is how often the sending process looks for
 	// messages that another process of the session queued.
 	DefaultWatchEvery = time.Second

@@ -13,11 +13,13 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/interlink-go/interlink/internal/protocol"
 )
 
 // Defaults of [NATSRosterOptions].
 const (
-	DefaultRosterAge     = 72 * time.Hour
+	DefaultRosterAge     = protocol.RosterRetention
 	DefaultRosterRecords = 8192
 	DefaultRosterValue   = 16 << 10
 )
