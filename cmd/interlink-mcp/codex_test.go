@@ -511,7 +511,7 @@ func TestCodexPromptHookRecordsOnlyTypedPrompts(t *testing.T) {
 	f.admit(t, "peer", peer)
 	stub := newCodexStub(t)
 	cx := codexServer(t, f, url, stub, "INTERLINK_WAKE_BUDGET=1/1h")
-	turn := budget.TurnPath(f.state, threadA)
+	turn := filepath.Join(f.state, "turn", threadA)
 	noTurn := func(what string) {
 		t.Helper()
 		if _, err := os.Stat(turn); !os.IsNotExist(err) {
@@ -561,7 +561,7 @@ func TestCodexBindingRecordsNoTurnWithoutThePromptHook(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	cx := codexServer(t, f, url, newCodexStub(t))
-	turn := budget.TurnPath(f.state, threadA)
+	turn := filepath.Join(f.state, "turn", threadA)
 
 	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA, "operator_turn": true})
 	if _, err := os.Stat(turn); !os.IsNotExist(err) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -86,7 +86,7 @@ func TestTurnHookIgnoresTurnsTheOperatorDidNotType(t *testing.T) {
 	bob.admit(t, "alice", alice)
 	srv := launchMCP(t, bob.env(url, "INTERLINK_SESSION=b1", "INTERLINK_WAKE_BUDGET=1/1h"))
 	srv.initialize()
-	turnFile := budget.TurnPath(bob.state, "b1")
+	turnFile := filepath.Join(bob.state, "turn", "b1")
 	listen := func(what string, args ...string) string {
 		t.Helper()
 		r := runWait(t, bob.env(url), "", append([]string{"--session", "b1"}, args...)...)

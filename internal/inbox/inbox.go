@@ -51,7 +51,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -78,10 +78,10 @@ type Inbox struct {
 // Open returns the inbox of session under stateRoot. The session id becomes
 // a file name, so it must pass route.ValidateSession. Nothing is created.
 func Open(stateRoot, session string) (*Inbox, error) {
-	if err := route.ValidateSession(session); err != nil {
+	base, err := paths.SessionPath(stateRoot, paths.Inbox, session)
+	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}
-	base := filepath.Join(stateRoot, "inbox", session)
 	return &Inbox{path: base + ".jsonl", cursor: base + ".cursor", lock: base + ".lock", ioLock: base + ".io-lock"}, nil
 }
 

@@ -6,16 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/relay"
-	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -199,10 +198,8 @@ type Outbox struct {
 // Nothing is created until the first message. Messages go out through
 // relays, and old ones are signed again with signer, which must not be nil.
 func Open(stateRoot string, own identity.PublicKey, session string, relays []Sender, signer *identity.Signer, opts *Options) (*Outbox, error) {
-	if stateRoot == "" {
-		return nil, errors.New("outbox: open: empty state root")
-	}
-	if err := route.ValidateSession(session); err != nil {
+	file, err := paths.SessionFile(stateRoot, paths.Outbox, own, session)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: open: %w", err)
 	}
 	if signer == nil {
@@ -211,11 +208,10 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 	if opts == nil {
 		opts = &Options{}
 	}
-	path := filepath.Join(stateRoot, "outbox", own.String(), session+".json")
 	o := &Outbox{
-		path:        path,
-		lockPath:    statefile.LockPath(path, "lock"),
-		senderLock:  statefile.LockPath(path, "sender-lock"),
+		path:        file.Path(),
+		lockPath:    file.Lock(),
+		senderLock:  file.Sidecar("sender-lock"),
 		relays:      slices.Clone(relays),
 		signer:      signer,
 		now:         opts.Now,
