@@ -23,6 +23,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/setup"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -467,7 +468,7 @@ func TestCodexShutdownWithAHangingQueue(t *testing.T) {
 // and prompt the turn's prompt.
 func codexHookInput(t testing.TB, event, thread, prompt string) map[string]any {
 	t.Helper()
-	config := codexConfig("interlink-mcp", "", false)
+	config := setup.CodexConfig("interlink-mcp", "", false)
 	_, section, ok := strings.Cut(config, "[[hooks."+event+".hooks]]\n")
 	if !ok {
 		t.Fatalf("setup codex writes no %s hook:\n%s", event, config)

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/setup"
 )
 
 // A listener whose host went away ends by itself without consuming
@@ -25,7 +27,7 @@ func TestWaitEndsWhenOrphaned(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// sh starts the listener in the background and waits; killing sh
 	// orphans the listener.
-	sh := exec.Command("sh", "-c", shellQuote(bin)+` wait --session orphan --renew-after-secs 60 & echo $! > `+shellQuote(pidFile)+`; wait`)
+	sh := exec.Command("sh", "-c", setup.ShellQuote(bin)+` wait --session orphan --renew-after-secs 60 & echo $! > `+setup.ShellQuote(pidFile)+`; wait`)
 	sh.Env = f.env("http://127.0.0.1:1")
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func TestWaitEndsWhenOrphaned(t *testing.T) {
 		return gone(pid)
 	})
 	// The lock is free again: a new listener takes it (and renews).
-	if r := runWait(t, f.env("http://127.0.0.1:1"), "", "--session", "orphan", "--renew-after-secs", "1"); r.code != 2 {
+	if r := runWaitProcess(t, f.env("http://127.0.0.1:1"), "", "--session", "orphan", "--renew-after-secs", "1"); r.code != 2 {
 		t.Errorf("new listener after the orphan: %+v", r)
 	}
 }

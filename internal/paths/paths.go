@@ -54,7 +54,13 @@ func ConfigFile(getenv func(string) string, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(h, ".config", "interlink", name), nil
+	return filepath.Join(ConfigDir(h), name), nil
+}
+
+// ConfigDir returns the folder of interlink's configuration under the home
+// folder home: <home>/.config/interlink.
+func ConfigDir(home string) string {
+	return filepath.Join(home, ".config", "interlink")
 }
 
 // StateRoot returns the state root: explicit when it is not empty (the
