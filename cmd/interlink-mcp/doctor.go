@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/doctor"
-	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/setup"
 )
@@ -74,12 +73,8 @@ func runDoctor(c *cli, ctx context.Context, args []string, _ io.Reader) int {
 	}
 	cfg := doctor.Config{Host: sc.host, KeyPath: sc.keyPath, PeersPath: sc.peersPath, URLs: sc.urls,
 		StateRoot: sc.stateRoot, Wake: sc.wake, Send: sc.send}
-	var claudeSession []func() string
-	if cfg.Host == host.Claude {
-		claudeSession = append(claudeSession, func() string { return c.getenv("CLAUDE_CODE_SESSION_ID") })
-	}
 	var err error
-	if cfg.Session, err = c.sessionID(f.session, claudeSession...); err != nil {
+	if cfg.Session, err = f.sessionID(c, cfg.Host); err != nil {
 		return c.fail(exitUsage, fmt.Sprintf("doctor: session id %q: %v", cfg.Session, err), hint)
 	}
 	cfg.Channels = channelMode(c.getenv)

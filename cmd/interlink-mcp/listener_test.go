@@ -20,6 +20,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -195,9 +196,7 @@ func TestWaitDuplicateListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
-	lock := filepath.Join(f.state, "inbox", "dup.lock")
-	waitFor(t, "the first listener's lock file", func() bool { _, err := os.Stat(lock); return err == nil })
-	time.Sleep(200 * time.Millisecond) // the lock file exists just before the lock is taken
+	waitListening(t, f.state, "dup")
 	start := time.Now()
 	r := runWaitProcess(t, env, "", "--session", "dup")
 	if r.code != 0 || r.stdout != "" || r.stderr != "" {
@@ -209,4 +208,21 @@ func TestWaitDuplicateListener(t *testing.T) {
 	if s := firstErr.String(); s != "" {
 		t.Errorf("first listener wrote %q", s)
 	}
+}
+
+// waitListening waits until a listener holds the lock of session under
+// state.
+func waitListening(t testing.TB, state, session string) {
+	t.Helper()
+	box, err := inbox.Open(state, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the listener of "+session+" to hold its lock", func() bool {
+		held, err := box.Listening()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return held
+	})
 }

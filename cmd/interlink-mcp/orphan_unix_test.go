@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/interlink-go/interlink/internal/setup"
 )
@@ -38,9 +37,7 @@ func TestWaitEndsWhenOrphaned(t *testing.T) {
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return pid > 0
 	})
-	lock := filepath.Join(f.state, "inbox", "orphan.lock")
-	waitFor(t, "the listener's lock", func() bool { _, err := os.Stat(lock); return err == nil })
-	time.Sleep(200 * time.Millisecond)
+	waitListening(t, f.state, "orphan")
 	_ = sh.Process.Kill()
 	_ = sh.Wait()
 	waitFor(t, "the orphaned listener to end", func() bool {

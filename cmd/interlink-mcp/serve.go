@@ -101,7 +101,7 @@ func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 		StateRoot: sc.stateRoot, WakeBudget: sc.wake, SendBudget: sc.send}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
 	if cfg.Host == host.Claude {
-		cfg.Session, err = c.sessionID(f.session, func() string { return c.getenv("CLAUDE_CODE_SESSION_ID") })
+		cfg.Session, err = f.sessionID(c, cfg.Host)
 		if err == nil && cfg.Session == "" {
 			cfg.Session, err = route.NewSessionID()
 		}

@@ -97,3 +97,14 @@ func (f *sessionFlags) resolve(c *cli, prefix, hint string) (cfg sessionConfig, 
 	}
 	return cfg, exitOK, true
 }
+
+// sessionID returns the session the options name for a session of h:
+// --session, else INTERLINK_SESSION, else, under Claude Code,
+// CLAUDE_CODE_SESSION_ID; "" when none is set. The server and doctor both
+// read and check it here, through [cli.sessionID].
+func (f *sessionFlags) sessionID(c *cli, h host.Kind) (string, error) {
+	if h != host.Claude {
+		return c.sessionID(f.session)
+	}
+	return c.sessionID(f.session, func() string { return c.getenv("CLAUDE_CODE_SESSION_ID") })
+}
