@@ -20,6 +20,16 @@
 // listener has printed, so a record appended while a batch was read is
 // never skipped.
 //
+// # The listener
+//
+// [Inbox.RunListener] is the whole Stop-hook protocol: one listener per
+// session (the others step aside), a watch on the process that started it
+// (a listener whose host went away ends without consuming anything), the
+// records shown before the cursor moves over them, and the renewal notice
+// before Claude Code's one-hour limit. Its caller exits with [ExitWake]
+// when it showed something, which wakes the session, and never with that
+// status on an error.
+//
 // # Compaction
 //
 // Once every complete line has been shown, the listener's commit empties
