@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -26,10 +28,10 @@ Options:
     -h, --help       show this help
 `
 
-// channels runs Claude Code with the interlink channel. It returns only on
+// runChannels runs Claude Code with the interlink channel. It returns only on
 // failure (on Unix the process is replaced) or, where it cannot be
 // replaced, with Claude Code's exit status.
-func (c *cli) channels(args []string) int {
+func runChannels(c *cli, _ context.Context, args []string, _ io.Reader) int {
 	entry := "server:interlink"
 	for len(args) > 0 {
 		switch a := args[0]; {
@@ -64,5 +66,5 @@ run:
 	}
 	argv := append([]string{claude, "--dangerously-load-development-channels", entry}, args...)
 	env := append(os.Environ(), "INTERLINK_CHANNELS=1")
-	return c.execClaude(argv, env)
+	return execClaude(c, argv, env)
 }

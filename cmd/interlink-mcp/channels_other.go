@@ -11,7 +11,7 @@ import (
 
 // execClaude runs argv with this process's streams and returns its exit
 // status; the platform cannot replace a running process.
-func (c *cli) execClaude(argv, env []string) int {
+func execClaude(c *cli, argv, env []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr

@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// runChannels runs "interlink-mcp channels args..." as a process with PATH
+// runChannelsProcess runs "interlink-mcp channels args..." as a process with PATH
 // set to path alone, and returns its exit status and output.
-func runChannels(t *testing.T, path string, args ...string) (code int, stdout, stderr string) {
+func runChannelsProcess(t *testing.T, path string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	bin, err := exec.LookPath("interlink-mcp")
 	if err != nil {
@@ -35,7 +35,7 @@ func runChannels(t *testing.T, path string, args ...string) (code int, stdout, s
 }
 
 func TestChannelsExits127WithoutClaude(t *testing.T) {
-	code, stdout, stderr := runChannels(t, t.TempDir())
+	code, stdout, stderr := runChannelsProcess(t, t.TempDir())
 	if code != exitNotFound {
 		t.Errorf("status %d, want %d", code, exitNotFound)
 	}
@@ -69,7 +69,7 @@ func TestChannelsStartsClaudeWithTheChannelFlag(t *testing.T) {
 			"INTERLINK_CHANNELS=1\n[--dangerously-load-development-channels]\n[plugin:interlink@tools]\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stdout, _ := runChannels(t, dir+string(os.PathListSeparator)+"/bin:/usr/bin", tc.args...)
+			code, stdout, _ := runChannelsProcess(t, dir+string(os.PathListSeparator)+"/bin:/usr/bin", tc.args...)
 			if code != 7 {
 				t.Errorf("status %d, want claude's own 7", code)
 			}
@@ -90,7 +90,7 @@ func TestChannelsUsageErrors(t *testing.T) {
 		{"claude argument before --", []string{"--resume"}, `interlink-mcp: channels: unexpected argument "--resume"; put Claude's arguments after --`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := runChannels(t, t.TempDir(), tc.args...)
+			code, _, stderr := runChannelsProcess(t, t.TempDir(), tc.args...)
 			if code != exitUsage || !strings.HasPrefix(stderr, tc.want) {
 				t.Errorf("status %d, stderr %q; want %d and %q", code, stderr, exitUsage, tc.want)
 			}

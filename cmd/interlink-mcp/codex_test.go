@@ -23,6 +23,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/setup"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -467,7 +468,7 @@ func TestCodexShutdownWithAHangingQueue(t *testing.T) {
 // and prompt the turn's prompt.
 func codexHookInput(t testing.TB, event, thread, prompt string) map[string]any {
 	t.Helper()
-	config := codexConfig("interlink-mcp", "", false)
+	config := setup.CodexConfig("interlink-mcp", "", false)
 	_, section, ok := strings.Cut(config, "[[hooks."+event+".hooks]]\n")
 	if !ok {
 		t.Fatalf("setup codex writes no %s hook:\n%s", event, config)
@@ -511,7 +512,7 @@ func TestCodexPromptHookRecordsOnlyTypedPrompts(t *testing.T) {
 	f.admit(t, "peer", peer)
 	stub := newCodexStub(t)
 	cx := codexServer(t, f, url, stub, "INTERLINK_WAKE_BUDGET=1/1h")
-	turn := budget.TurnPath(f.state, threadA)
+	turn := filepath.Join(f.state, "turn", threadA)
 	noTurn := func(what string) {
 		t.Helper()
 		if _, err := os.Stat(turn); !os.IsNotExist(err) {
@@ -561,7 +562,7 @@ func TestCodexBindingRecordsNoTurnWithoutThePromptHook(t *testing.T) {
 	url := bustest.Start(t, nil)
 	f := newAgentFiles(t)
 	cx := codexServer(t, f, url, newCodexStub(t))
-	turn := budget.TurnPath(f.state, threadA)
+	turn := filepath.Join(f.state, "turn", threadA)
 
 	cx.ok("bind_codex_session", map[string]any{"thread_id": threadA, "operator_turn": true})
 	if _, err := os.Stat(turn); !os.IsNotExist(err) {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/doctor"
 	"github.com/interlink-go/interlink/internal/paths"
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/setup"
 )
 
 const doctorUsage = `Usage: interlink-mcp doctor [options]
@@ -53,60 +54,28 @@ type doctorReport struct {
 	Checks []doctor.Check `json:"checks"`
 }
 
-// doctor runs the checks and prints the results.
-func (c *cli) doctor(ctx context.Context, args []string) int {
+// runDoctor runs the checks and prints the results.
+func runDoctor(c *cli, ctx context.Context, args []string, _ io.Reader) int {
 	fset := newFlagSet("doctor")
-	var key, peers, session, stateDir, host, pluginDir, wake, send string
-	var urls urlList
+	var f sessionFlags
+	f.register(fset)
+	var pluginDir string
 	var asJSON bool
-	fset.StringVar(&key, "key", "", "")
-	fset.StringVar(&peers, "peers", "", "")
-	fset.Var(&urls, "url", "")
-	fset.StringVar(&session, "session", "", "")
-	fset.StringVar(&stateDir, "state-dir", "", "")
-	fset.StringVar(&host, "host", "", "")
 	fset.StringVar(&pluginDir, "plugin-dir", "", "")
-	fset.StringVar(&wake, "wake-budget", "", "")
-	fset.StringVar(&send, "send-budget", "", "")
 	fset.BoolVar(&asJSON, "json", false, "")
 	const hint = "run 'interlink-mcp help doctor'"
 	if code, ok := c.parseFlags(fset, args, doctorUsage, "doctor: ", exitUsage, hint); !ok {
 		return code
 	}
-	var cfg doctor.Config
+	sc, code, ok := f.resolve(c, "doctor: ", hint)
+	if !ok {
+		return code
+	}
+	cfg := doctor.Config{Host: sc.host, KeyPath: sc.keyPath, PeersPath: sc.peersPath, URLs: sc.urls,
+		StateRoot: sc.stateRoot, Wake: sc.wake, Send: sc.send}
 	var err error
-	value, source := c.setting(host, "--host", "INTERLINK_HOST", string(doctor.HostClaude))
-	cfg.Host = doctor.Host(value)
-	if cfg.Host != doctor.HostClaude && cfg.Host != doctor.HostCodex {
-		return c.fail(exitUsage, fmt.Sprintf("doctor: %s %q: want claude or codex", source, value), hint)
-	}
-	if cfg.KeyPath, err = c.configPath(key, "--key", "INTERLINK_KEY", "id.key"); err != nil {
-		return c.fail(exitError, "doctor: "+err.Error())
-	}
-	if cfg.PeersPath, err = c.configPath(peers, "--peers", "INTERLINK_PEERS", "peers.json"); err != nil {
-		return c.fail(exitError, "doctor: "+err.Error())
-	}
-	cfg.URLs = urls
-	if len(cfg.URLs) == 0 {
-		v, _ := c.setting("", "--url", "INTERLINK_URL", defaultURL)
-		cfg.URLs = []string{v}
-	}
-	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
-	cfg.Session = strings.TrimSpace(explicit)
-	if cfg.Session == "" && cfg.Host == doctor.HostClaude {
-		cfg.Session = strings.TrimSpace(c.getenv("CLAUDE_CODE_SESSION_ID"))
-	}
-	if cfg.Session != "" {
-		if err := route.ValidateSession(cfg.Session); err != nil {
-			return c.fail(exitUsage, fmt.Sprintf("doctor: session id %q: %v", cfg.Session, err), hint)
-		}
-	}
-	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
-	if cfg.StateRoot, err = paths.StateRoot(c.getenv, explicitState); err != nil {
-		return c.fail(exitError, "doctor: state folder: "+err.Error(), "set --state-dir or INTERLINK_STATE_DIR")
-	}
-	if cfg.Wake, cfg.Send, err = c.budgets(wake, send); err != nil {
-		return c.fail(exitUsage, "doctor: "+err.Error(), hint)
+	if cfg.Session, err = f.sessionID(c, cfg.Host); err != nil {
+		return c.fail(exitUsage, fmt.Sprintf("doctor: session id %q: %v", cfg.Session, err), hint)
 	}
 	cfg.Channels = channelMode(c.getenv)
 	if cfg.Binary, err = c.executable(); err != nil {
@@ -118,21 +87,17 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 	}
 	cfg.ClaudePluginDir = pluginDir
 	if cfg.ClaudePluginDir == "" {
-		cfg.ClaudePluginDir = filepath.Join(home, ".config", "interlink", "claude-plugin")
+		cfg.ClaudePluginDir = setup.ClaudePluginDir(home)
 	} else {
 		// Fix lines must write the plugin where it is looked for.
-		cfg.ClaudeSetup = "interlink-mcp setup claude --dir " + shellQuote(pluginDir)
+		cfg.ClaudeSetup = "interlink-mcp setup claude --dir " + setup.ShellQuote(pluginDir)
 	}
 	claudeDir := c.getenv("CLAUDE_CONFIG_DIR")
 	if claudeDir == "" {
 		claudeDir = filepath.Join(home, ".claude")
 	}
 	cfg.ClaudeSettings = filepath.Join(claudeDir, "settings.json")
-	codexHome := c.getenv("CODEX_HOME")
-	if codexHome == "" {
-		codexHome = filepath.Join(home, ".codex")
-	}
-	cfg.CodexConfig = filepath.Join(codexHome, "config.toml")
+	cfg.CodexConfig = filepath.Join(setup.CodexHome(c.getenv), "config.toml")
 
 	checks := doctor.Run(ctx, cfg)
 	failed := doctor.Failed(checks)
@@ -143,7 +108,7 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 		}
 		fmt.Fprintf(c.stdout, "%s\n", data)
 	} else {
-		printChecks(c, checks)
+		printChecks(c.stdout, checks)
 	}
 	if failed {
 		return exitError
@@ -153,7 +118,7 @@ func (c *cli) doctor(ctx context.Context, args []string) int {
 
 // printChecks writes one line per check, a fix line under each that has
 // one, and a summary.
-func printChecks(c *cli, checks []doctor.Check) {
+func printChecks(w io.Writer, checks []doctor.Check) {
 	// Names line up in a column, but a long one (a plugin path) does not
 	// push every other line to the right.
 	width := 0
@@ -168,12 +133,12 @@ func printChecks(c *cli, checks []doctor.Check) {
 		case doctor.Fail:
 			fails++
 		}
-		fmt.Fprintf(c.stdout, "%-4s  %-*s  %s\n", strings.ToUpper(string(ch.Status)), width, ch.Name, ch.Detail)
+		fmt.Fprintf(w, "%-4s  %-*s  %s\n", strings.ToUpper(string(ch.Status)), width, ch.Name, ch.Detail)
 		if ch.Fix != "" {
-			fmt.Fprintf(c.stdout, "      %-*s  fix: %s\n", width, "", ch.Fix)
+			fmt.Fprintf(w, "      %-*s  fix: %s\n", width, "", ch.Fix)
 		}
 	}
-	fmt.Fprintf(c.stdout, "\n%d %s, %d %s, %d %s.\n", len(checks)-warns-fails, plural(len(checks)-warns-fails, "check passed", "checks passed"),
+	fmt.Fprintf(w, "\n%d %s, %d %s, %d %s.\n", len(checks)-warns-fails, plural(len(checks)-warns-fails, "check passed", "checks passed"),
 		warns, plural(warns, "warning", "warnings"), fails, plural(fails, "failure", "failures"))
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/setup"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -137,7 +138,7 @@ func cmdReplaceHook(ts *testscript.TestScript, neg bool, args []string) {
 	if len(stop) == 0 || len(stop[0].Hooks) == 0 {
 		ts.Fatalf("%s has no Stop hook", args[0])
 	}
-	stop[0].Hooks[0]["command"] = shellQuote(args[1]) + " wait"
+	stop[0].Hooks[0]["command"] = setup.ShellQuote(args[1]) + " wait"
 	data, err := json.MarshalIndent(hc, "", "  ")
 	ts.Check(err)
 	ts.Check(os.WriteFile(ts.MkAbs(args[0]), data, 0o644))

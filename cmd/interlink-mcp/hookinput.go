@@ -5,8 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/interlink-go/interlink/internal/route"
 )
 
 // maxHookInput bounds what a hook command reads of its stdin. A prompt
@@ -60,18 +58,6 @@ func readHookInput(stdin io.Reader) hookInput {
 	return in
 }
 
-// hookSessionID returns the session a hook command acts for: the one
-// --session (or INTERLINK_SESSION) names, else the session_id of the
-// hook's input, which input reads only then, else "main". err says why
-// that id is not a valid session.
-func (c *cli) hookSessionID(flagValue string, input func() hookInput) (session string, err error) {
-	explicit, _ := c.setting(flagValue, "--session", "INTERLINK_SESSION", "")
-	session = strings.TrimSpace(explicit)
-	if session == "" {
-		session = input().sessionID
-	}
-	if session == "" {
-		session = "main"
-	}
-	return session, route.ValidateSession(session)
-}
+// mainSession is the session of a hook command that neither its options
+// nor its input name.
+func mainSession() string { return "main" }

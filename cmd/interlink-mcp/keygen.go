@@ -1,11 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"io"
 
 	"github.com/interlink-go/interlink/internal/identity"
 )
@@ -30,9 +29,9 @@ type keygenConfig struct {
 	force bool   // replace an existing file
 }
 
-// keygen implements "interlink-mcp keygen".
-func (c *cli) keygen(args []string) int {
-	cfg, code, ok := c.keygenConfig(args)
+// runKeygen implements "interlink-mcp keygen".
+func runKeygen(c *cli, _ context.Context, args []string, _ io.Reader) int {
+	cfg, code, ok := parseKeygen(c, args)
 	if !ok {
 		return code
 	}
@@ -48,11 +47,8 @@ func (c *cli) keygen(args []string) int {
 	if err != nil {
 		return c.fail(exitError, fmt.Sprintf("keygen: %v", err))
 	}
-	data := identity.EncodeKeyFile(seed)
-	defer clear(data)
-
-	if err := writeKeyFile(cfg.out, data, cfg.force); err != nil {
-		if errors.Is(err, errKeyExists) {
+	if err := identity.WriteKeyFile(cfg.out, seed, cfg.force); err != nil {
+		if errors.Is(err, identity.ErrKeyExists) {
 			return c.fail(exitError, fmt.Sprintf("keygen: %s already exists", cfg.out),
 				"use --force to replace it; the old key is lost for good")
 		}
@@ -68,9 +64,9 @@ func (c *cli) keygen(args []string) int {
 	return exitOK
 }
 
-// keygenConfig parses args. When ok is false the problem has been reported
+// parseKeygen parses args. When ok is false the problem has been reported
 // and code is the status to exit with.
-func (c *cli) keygenConfig(args []string) (cfg keygenConfig, code int, ok bool) {
+func parseKeygen(c *cli, args []string) (cfg keygenConfig, code int, ok bool) {
 	fset := newFlagSet("keygen")
 	fset.StringVar(&cfg.out, "out", "", "")
 	fset.BoolVar(&cfg.force, "force", false, "")
@@ -87,88 +83,4 @@ func (c *cli) keygenConfig(args []string) (cfg keygenConfig, code int, ok bool) 
 			"for example: interlink-mcp keygen --out ~/.config/interlink/id.key"), false
 	}
 	return cfg, exitOK, true
-}
-
-// errKeyExists reports that the key file is already there and was left alone.
-var errKeyExists = errors.New("key file already exists")
-
-// writeKeyFile stores data at path with mode 0600, first creating missing
-// parent folders with mode 0700. Without replace an existing file is an
-// error wrapping [errKeyExists] and is not touched; with replace it is swapped
-// for the new content in one rename.
-func writeKeyFile(path string, data []byte, replace bool) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	if replace {
-		return replaceFile(path, data)
-	}
-	return createFile(path, data)
-}
-
-// createFile writes data to a file at path that must not exist yet.
-//
-// O_EXCL makes the existence check and the creation a single step, so a file
-// appearing in between is never overwritten, and the mode is set by that same
-// open, so the secret is never readable by others, not even for a moment. A
-// symlink at path counts as existing and is not followed.
-func createFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s", errKeyExists, path)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// The umask can only have cleared bits; state the mode outright.
-		err = os.Chmod(path, 0o600)
-	}
-	if err != nil {
-		// The file is ours and incomplete: a partial key must not stay.
-		os.Remove(path)
-		return err
-	}
-	return nil
-}
-
-// replaceFile puts data at path whether or not a file is there.
-//
-// The data goes to a temporary file in the same folder, created with mode
-// 0600 and O_EXCL by [os.CreateTemp], is synced to disk, and is then renamed
-// over path. A crash at any point leaves either the old key or the complete
-// new one at path, never a partial file. The rename brings the temporary
-// file's mode along, so a looser mode on the old file does not survive; the
-// explicit chmod afterwards states it all the same.
-func replaceFile(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o600)
 }

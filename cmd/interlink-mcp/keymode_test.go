@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/interlink-go/interlink/internal/setup"
 )
 
 func TestServerWarnsWhenOthersCanReadTheKey(t *testing.T) {
@@ -32,7 +34,7 @@ func TestServerWarnsWhenOthersCanReadTheKey(t *testing.T) {
 				t.Fatalf("exit status %d\n%s", code, p.stderr.String())
 			}
 			logs := p.stderr.String()
-			fix := "run: chmod 600 " + shellQuote(f.key)
+			fix := "run: chmod 600 " + setup.ShellQuote(f.key)
 			if got := strings.Contains(logs, fix); got != tc.warn {
 				t.Errorf("mode %04o: warning with %q shown: %v, want %v\n%s", tc.mode, fix, got, tc.warn, logs)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -30,8 +31,8 @@ type waitRun struct {
 	stdout, stderr string
 }
 
-// runWait runs interlink-mcp wait with env, stdin and args, bounded to 30 s.
-func runWait(t testing.TB, env []string, stdin string, args ...string) waitRun {
+// runWaitProcess runs interlink-mcp wait with env, stdin and args, bounded to 30 s.
+func runWaitProcess(t testing.TB, env []string, stdin string, args ...string) waitRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -104,7 +105,7 @@ func TestWaitNotice(t *testing.T) {
 	srv2 := launchMCP(t, env)
 	srv2.initialize()
 
-	r := runWait(t, bob.env(url), "", "--session", "b1")
+	r := runWaitProcess(t, bob.env(url), "", "--session", "b1")
 	if r.code != 2 || r.stdout != "" {
 		t.Fatalf("wait = %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -131,11 +132,11 @@ func TestWaitModes(t *testing.T) {
 	env := f.env("http://127.0.0.1:1")
 
 	// Channel mode: nothing at all.
-	if r := runWait(t, append(env, "INTERLINK_CHANNELS=true"), "", "--session", "s1"); r.code != 0 || r.stdout != "" || r.stderr != "" {
+	if r := runWaitProcess(t, append(env, "INTERLINK_CHANNELS=true"), "", "--session", "s1"); r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Errorf("channel mode: %+v", r)
 	}
 	// Renewal, cursor unchanged (absent).
-	r := runWait(t, env, "", "--session", "s1", "--renew-after-secs", "1")
+	r := runWaitProcess(t, env, "", "--session", "s1", "--renew-after-secs", "1")
 	if r.code != 2 || !strings.HasPrefix(r.stderr, budget.WakeLine+"\n[interlink listener renewal]") || r.stdout != "" {
 		t.Errorf("renewal: %+v", r)
 	}
@@ -144,7 +145,7 @@ func TestWaitModes(t *testing.T) {
 	}
 	// Usage errors are never status 2.
 	for _, args := range [][]string{{"--renew-after-secs", "0"}, {"--renew-after-secs", "3001"}, {"--renew-after-secs", "x"}, {"--bogus"}, {"--session", "../up"}} {
-		if r := runWait(t, env, "", args...); r.code == 2 || r.code == 0 {
+		if r := runWaitProcess(t, env, "", args...); r.code == 2 || r.code == 0 {
 			t.Errorf("wait %v: status %d", args, r.code)
 		}
 	}
@@ -172,13 +173,13 @@ func TestWaitModes(t *testing.T) {
 	write("main", rec("for main"))
 	write("from-env", rec("for the env session"))
 	payload := `{"session_id":"from-stdin","hook_event_name":"Stop","stop_hook_active":false}`
-	if r := runWait(t, env, payload); r.code != 2 || !strings.Contains(r.stderr, "for the payload session") {
+	if r := runWaitProcess(t, env, payload); r.code != 2 || !strings.Contains(r.stderr, "for the payload session") {
 		t.Errorf("session from stdin: %+v", r)
 	}
-	if r := runWait(t, env, "not json"); r.code != 2 || !strings.Contains(r.stderr, "for main") {
+	if r := runWaitProcess(t, env, "not json"); r.code != 2 || !strings.Contains(r.stderr, "for main") {
 		t.Errorf("main fallback: %+v", r)
 	}
-	if r := runWait(t, append(env, "INTERLINK_SESSION=from-env"), payload); r.code != 2 || !strings.Contains(r.stderr, "for the env session") {
+	if r := runWaitProcess(t, append(env, "INTERLINK_SESSION=from-env"), payload); r.code != 2 || !strings.Contains(r.stderr, "for the env session") {
 		t.Errorf("session from env: %+v", r)
 	}
 }
@@ -195,11 +196,9 @@ func TestWaitDuplicateListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
-	lock := filepath.Join(f.state, "inbox", "dup.lock")
-	waitFor(t, "the first listener's lock file", func() bool { _, err := os.Stat(lock); return err == nil })
-	time.Sleep(200 * time.Millisecond) // the lock file exists just before the lock is taken
+	waitListening(t, f.state, "dup")
 	start := time.Now()
-	r := runWait(t, env, "", "--session", "dup")
+	r := runWaitProcess(t, env, "", "--session", "dup")
 	if r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Errorf("second listener: %+v", r)
 	}
@@ -209,4 +208,21 @@ func TestWaitDuplicateListener(t *testing.T) {
 	if s := firstErr.String(); s != "" {
 		t.Errorf("first listener wrote %q", s)
 	}
+}
+
+// waitListening waits until a listener holds the lock of session under
+// state.
+func waitListening(t testing.TB, state, session string) {
+	t.Helper()
+	box, err := inbox.Open(state, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the listener of "+session+" to hold its lock", func() bool {
+		held, err := box.Listening()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return held
+	})
 }

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/progress"
 )
 
@@ -26,16 +26,15 @@ Options:
     -h, --help       show this help
 `
 
-// nudge runs the reminder hook. Whatever happens it exits 0.
-func (c *cli) nudge(args []string, stdin io.Reader) int {
+// runNudge runs the reminder hook. Whatever happens it exits 0.
+func runNudge(c *cli, _ context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet("nudge")
 	var stateDir string
 	fset.StringVar(&stateDir, "state-dir", "", "")
 	if _, ok := c.parseFlags(fset, args, nudgeUsage, "nudge: ", exitOK, ""); !ok {
 		return exitOK
 	}
-	explicit, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
-	root, err := paths.StateRoot(c.getenv, explicit)
+	root, err := c.stateRoot(stateDir)
 	if err != nil {
 		c.fail(exitOK, "nudge: state folder: "+err.Error())
 		return exitOK

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/interlink-go/interlink/internal/setup"
 )
 
 // A listener whose host went away ends by itself without consuming
@@ -25,7 +26,7 @@ func TestWaitEndsWhenOrphaned(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	// sh starts the listener in the background and waits; killing sh
 	// orphans the listener.
-	sh := exec.Command("sh", "-c", shellQuote(bin)+` wait --session orphan --renew-after-secs 60 & echo $! > `+shellQuote(pidFile)+`; wait`)
+	sh := exec.Command("sh", "-c", setup.ShellQuote(bin)+` wait --session orphan --renew-after-secs 60 & echo $! > `+setup.ShellQuote(pidFile)+`; wait`)
 	sh.Env = f.env("http://127.0.0.1:1")
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
@@ -36,16 +37,14 @@ func TestWaitEndsWhenOrphaned(t *testing.T) {
 		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return pid > 0
 	})
-	lock := filepath.Join(f.state, "inbox", "orphan.lock")
-	waitFor(t, "the listener's lock", func() bool { _, err := os.Stat(lock); return err == nil })
-	time.Sleep(200 * time.Millisecond)
+	waitListening(t, f.state, "orphan")
 	_ = sh.Process.Kill()
 	_ = sh.Wait()
 	waitFor(t, "the orphaned listener to end", func() bool {
 		return gone(pid)
 	})
 	// The lock is free again: a new listener takes it (and renews).
-	if r := runWait(t, f.env("http://127.0.0.1:1"), "", "--session", "orphan", "--renew-after-secs", "1"); r.code != 2 {
+	if r := runWaitProcess(t, f.env("http://127.0.0.1:1"), "", "--session", "orphan", "--renew-after-secs", "1"); r.code != 2 {
 		t.Errorf("new listener after the orphan: %+v", r)
 	}
 }

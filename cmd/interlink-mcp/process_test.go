@@ -221,17 +221,12 @@ func (p *mcpProc) ok(tool string, args map[string]any) string {
 // waitText calls a tool until its text contains want.
 func (p *mcpProc) waitText(tool string, args map[string]any, want string) string {
 	p.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		text := p.ok(tool, args)
-		if strings.Contains(text, want) {
-			return text
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s never showed %q; last:\n%s", tool, want, text)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var text string
+	waitFor(p.t, fmt.Sprintf("%s to show %q", tool, want), func() bool {
+		text = p.ok(tool, args)
+		return strings.Contains(text, want)
+	})
+	return text
 }
 
 // closeAndWait closes stdin and waits for the exit status.

@@ -65,12 +65,34 @@ Run 'interlink-mcp help COMMAND' for the options of a command.
 const helpHint = "run 'interlink-mcp --help' for the commands of this build"
 
 // cli holds what the commands need from the process, so that tests can run
-// them with their own streams, environment and randomness.
+// them with their own streams, environment and randomness. Its methods are
+// the conventions every command shares; each command is a function of its
+// own file.
 type cli struct {
 	stdout io.Writer // the command's intended output only
 	stderr io.Writer // errors and hints
 	getenv func(string) string
 	random io.Reader // entropy for new keys; nil means crypto/rand
+}
+
+// command is a subcommand: its usage text, for help COMMAND, and the
+// function that runs it with the arguments after its name.
+type command struct {
+	usage string
+	run   func(c *cli, ctx context.Context, args []string, stdin io.Reader) int
+}
+
+// commands are the subcommands by name. The server has no name: it runs
+// when no command is given, or only flags.
+var commands = map[string]command{
+	"keygen":   {keygenUsage, runKeygen},
+	"setup":    {setupUsage, runSetup},
+	"channels": {channelsUsage, runChannels},
+	"wait":     {waitUsage, runWait},
+	"nudge":    {nudgeUsage, runNudge},
+	"turn":     {turnUsage, runTurn},
+	"demo":     {demoUsage, runDemo},
+	"doctor":   {doctorUsage, runDoctor},
 }
 
 // run runs interlink-mcp with the command-line arguments args (without the
@@ -82,9 +104,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 	if len(args) == 0 {
-		return c.serve(ctx, args, stdin)
+		return runServe(c, ctx, args, stdin)
 	}
 	name, rest := args[0], args[1:]
+	if cmd, ok := commands[name]; ok {
+		return cmd.run(c, ctx, rest, stdin)
+	}
 	switch {
 	case name == "-h" || name == "-help" || name == "--help" || name == "help":
 		return c.help(rest)
@@ -94,41 +119,12 @@ func (c *cli) run(ctx context.Context, args []string, stdin io.Reader) int {
 		}
 		fmt.Fprintf(c.stdout, "%s %s\n", progName, version.String())
 		return exitOK
-	case name == "keygen":
-		return c.keygen(rest)
-	case name == "nudge":
-		return c.nudge(rest, stdin)
-	case name == "turn":
-		return c.turn(rest, stdin)
-	case name == "wait":
-		return c.wait(ctx, rest, stdin)
-	case name == "setup":
-		return c.setup(rest)
-	case name == "channels":
-		return c.channels(rest)
-	case name == "demo":
-		return c.demo(ctx, rest)
-	case name == "doctor":
-		return c.doctor(ctx, rest)
 	case len(name) > 0 && name[0] == '-':
 		// Flags before any command configure the MCP stdio server.
-		return c.serve(ctx, args, stdin)
+		return runServe(c, ctx, args, stdin)
 	default:
 		return c.fail(exitUsage, fmt.Sprintf("unknown command %q", name), helpHint)
 	}
-}
-
-// commandUsage maps each command to its usage text, for help COMMAND.
-var commandUsage = map[string]string{
-	"serve":    serveUsage,
-	"keygen":   keygenUsage,
-	"setup":    setupUsage,
-	"channels": channelsUsage,
-	"wait":     waitUsage,
-	"nudge":    nudgeUsage,
-	"turn":     turnUsage,
-	"demo":     demoUsage,
-	"doctor":   doctorUsage,
 }
 
 // help prints the usage text, or that of the command named in args.
@@ -140,9 +136,13 @@ func (c *cli) help(args []string) int {
 	case len(args) > 1:
 		return c.fail(exitUsage, fmt.Sprintf("unexpected argument %q", args[1]), helpHint)
 	}
-	text, ok := commandUsage[args[0]]
-	if !ok {
-		return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
+	text := serveUsage
+	if args[0] != "serve" {
+		cmd, ok := commands[args[0]]
+		if !ok {
+			return c.fail(exitUsage, fmt.Sprintf("no help for %q", args[0]), helpHint)
+		}
+		text = cmd.usage
 	}
 	fmt.Fprint(c.stdout, text)
 	return exitOK

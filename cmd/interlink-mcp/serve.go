@@ -15,14 +15,13 @@ import (
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbox"
-	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/setup"
 )
-
-// defaultURL is the relay used when neither --url nor INTERLINK_URL is set.
-const defaultURL = "http://127.0.0.1:9440"
 
 const serveUsage = `Usage: interlink-mcp [options]
 
@@ -73,31 +72,14 @@ notifications instead, and with --host codex they are handed to
 'codex queue' for the bound thread.
 `
 
-// urlList is a repeatable flag of comma-separated URLs.
-type urlList []string
-
-func (u *urlList) String() string { return strings.Join(*u, ",") }
-
-func (u *urlList) Set(s string) error {
-	*u = append(*u, s)
-	return nil
-}
-
-// serve runs the MCP server until stdin closes or ctx ends.
-func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
+// runServe runs the MCP server until stdin closes or ctx ends.
+func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet(progName)
-	var key, peers, name, session, stateDir, host, codexBin, logLevel, db, wake, send string
-	var urls urlList
-	fset.StringVar(&key, "key", "", "")
-	fset.StringVar(&peers, "peers", "", "")
-	fset.Var(&urls, "url", "")
+	var f sessionFlags
+	f.register(fset)
+	var name, codexBin, logLevel, db string
 	fset.StringVar(&name, "name", "", "")
-	fset.StringVar(&session, "session", "", "")
-	fset.StringVar(&stateDir, "state-dir", "", "")
-	fset.StringVar(&host, "host", "", "")
 	fset.StringVar(&codexBin, "codex-bin", "", "")
-	fset.StringVar(&wake, "wake-budget", "", "")
-	fset.StringVar(&send, "send-budget", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
 	if code, ok := c.parseFlags(fset, args, serveUsage, "", exitUsage, helpHint); !ok {
@@ -111,40 +93,23 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := agent.Config{Logger: log}
-	value, source = c.setting(host, "--host", "INTERLINK_HOST", string(agent.HostClaude))
-	cfg.Host = agent.Host(value)
-	if cfg.Host != agent.HostClaude && cfg.Host != agent.HostCodex {
-		return c.fail(exitUsage, fmt.Sprintf("%s %q: want claude or codex", source, value), helpHint)
+	sc, code, ok := f.resolve(c, "", helpHint)
+	if !ok {
+		return code
 	}
-	if cfg.KeyPath, err = c.configPath(key, "--key", "INTERLINK_KEY", "id.key"); err != nil {
-		return c.fail(exitError, err.Error())
-	}
-	if cfg.PeersPath, err = c.configPath(peers, "--peers", "INTERLINK_PEERS", "peers.json"); err != nil {
-		return c.fail(exitError, err.Error())
-	}
-	if len(urls) > 0 {
-		cfg.URLs = urls
-	} else {
-		v, _ := c.setting("", "--url", "INTERLINK_URL", defaultURL)
-		cfg.URLs = []string{v}
-	}
+	cfg := agent.Config{Logger: log, Host: sc.host, KeyPath: sc.keyPath, PeersPath: sc.peersPath, URLs: sc.urls,
+		StateRoot: sc.stateRoot, WakeBudget: sc.wake, SendBudget: sc.send}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
-	if cfg.WakeBudget, cfg.SendBudget, err = c.budgets(wake, send); err != nil {
-		return c.fail(exitUsage, err.Error(), helpHint)
-	}
-	explicit, _ := c.setting(session, "--session", "INTERLINK_SESSION", "")
-	if cfg.Host == agent.HostClaude {
-		if cfg.Session, err = agent.ResolveSession(explicit, c.getenv("CLAUDE_CODE_SESSION_ID")); err != nil {
-			return c.fail(exitError, fmt.Sprintf("session id: %v", err),
-				"a session id may not be empty, '.' or '..', longer than 128 bytes, or hold / \\ : NUL or control characters")
+	if cfg.Host == host.Claude {
+		cfg.Session, err = f.sessionID(c, cfg.Host)
+		if err == nil && cfg.Session == "" {
+			cfg.Session, err = route.NewSessionID()
 		}
-	} else if explicit != "" {
+		if err != nil {
+			return c.fail(exitError, fmt.Sprintf("session id: %v", err), sessionHint)
+		}
+	} else if explicit, _ := c.setting(f.session, "--session", "INTERLINK_SESSION", ""); explicit != "" {
 		log.Warn("a Codex session takes its id from its thread when the hooks bind it; ignoring the session setting", "session", explicit)
-	}
-	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
-	if cfg.StateRoot, err = paths.StateRoot(c.getenv, explicitState); err != nil {
-		return c.fail(exitError, fmt.Sprintf("state folder: %v", err), "set --state-dir or INTERLINK_STATE_DIR")
 	}
 	if v, src := c.setting(db, "--db", "INTERLINK_AGENT_DB", ""); v != "" {
 		log.Warn("the agent keeps no database; ignoring "+src, "path", v)
@@ -156,7 +121,7 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 	// when enabled; else the notice inbox that the Stop-hook listener
 	// (interlink-mcp wait) reads.
 	switch {
-	case cfg.Host == agent.HostCodex:
+	case cfg.Host == host.Codex:
 		bin, src := c.setting(codexBin, "--codex-bin", "INTERLINK_CODEX_BIN", "codex")
 		found, err := codex.LookupHere(bin, runtime.GOOS)
 		switch {
@@ -189,10 +154,10 @@ func (c *cli) serve(ctx context.Context, args []string, stdin io.Reader) int {
 		return c.fail(exitError, err.Error(), startHints(err, cfg.KeyPath)...)
 	}
 	if perm, exposed, err := identity.KeyFileExposed(cfg.KeyPath); err == nil && exposed {
-		log.Warn("the key file can be read by other users, who could sign as this identity; run: chmod 600 "+shellQuote(cfg.KeyPath),
+		log.Warn("the key file can be read by other users, who could sign as this identity; run: chmod 600 "+setup.ShellQuote(cfg.KeyPath),
 			"path", cfg.KeyPath, "mode", fmt.Sprintf("%04o", perm))
 	}
-	if cfg.Host == agent.HostCodex {
+	if cfg.Host == host.Codex {
 		log.Info("interlink-mcp starting for Codex; waiting for the thread's hooks to bind the session",
 			"relays", strings.Join(cfg.URLs, ","), "state", cfg.StateRoot, "codex", cfg.CodexBin)
 	} else {
@@ -219,29 +184,4 @@ func startHints(err error, keyPath string) []string {
 		return []string{"create it with the content {} and list peers in it (see docs/PEERS.md)"}
 	}
 	return nil
-}
-
-// channelMode reports whether INTERLINK_CHANNELS turns Claude channels on:
-// "1" or "true" in any case.
-func channelMode(getenv func(string) string) bool {
-	v := strings.TrimSpace(getenv("INTERLINK_CHANNELS"))
-	return v == "1" || strings.EqualFold(v, "true")
-}
-
-// configPath resolves a file option whose default lies in
-// ~/.config/interlink.
-func (c *cli) configPath(flagValue, flagName, envName, file string) (string, error) {
-	if v, _ := c.setting(flagValue, flagName, envName, ""); v != "" {
-		return v, nil
-	}
-	p, err := paths.ConfigFile(c.getenv, file)
-	if err != nil {
-		return "", fmt.Errorf("no %s given and no home folder for the default: set %s or %s", file, flagName, envName)
-	}
-	return p, nil
-}
-
-// setting resolves one option from a flag, the environment and a default.
-func (c *cli) setting(flagValue, flagName, envName, def string) (value, source string) {
-	return cmdline.Setting(c.getenv, flagValue, flagName, envName, def)
 }

@@ -1,22 +1,18 @@
 package main
 
 import (
-	"embed"
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/paths"
-	"github.com/interlink-go/interlink/internal/version"
+	"github.com/interlink-go/interlink/internal/setup"
 )
-
-//go:embed templates/claude/SKILL.md
-var templates embed.FS
 
 const setupUsage = `Usage: interlink-mcp setup claude [--dir DIR] [--state-dir DIR]
        interlink-mcp setup codex
@@ -43,24 +39,24 @@ Options of setup claude:
     -h, --help       show this help
 `
 
-// setup writes host configuration.
-func (c *cli) setup(args []string) int {
+// runSetup writes host configuration.
+func runSetup(c *cli, _ context.Context, args []string, _ io.Reader) int {
 	if len(args) == 0 {
 		return c.fail(exitUsage, "setup: name the host: setup claude", "run 'interlink-mcp help setup'")
 	}
 	switch args[0] {
 	case "claude":
-		return c.setupClaude(args[1:])
+		return setupClaude(c, args[1:])
 	case "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, setupUsage)
 		return exitOK
 	case "codex":
-		return c.setupCodex(args[1:])
+		return setupCodex(c, args[1:])
 	}
 	return c.fail(exitUsage, fmt.Sprintf("setup: unknown host %q", args[0]), "run 'interlink-mcp help setup'")
 }
 
-func (c *cli) setupClaude(args []string) int {
+func setupClaude(c *cli, args []string) int {
 	fset := newFlagSet("setup claude")
 	var dir, stateDir string
 	fset.StringVar(&dir, "dir", "", "")
@@ -73,7 +69,7 @@ func (c *cli) setupClaude(args []string) int {
 		return c.fail(exitError, "setup claude: "+err.Error())
 	}
 	if dir == "" {
-		dir = filepath.Join(home, ".config", "interlink", "claude-plugin")
+		dir = setup.ClaudePluginDir(home)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
 		return c.fail(exitError, "setup claude: "+err.Error())
@@ -87,18 +83,8 @@ func (c *cli) setupClaude(args []string) int {
 	if err != nil {
 		return c.fail(exitError, "setup claude: cannot find this program's path: "+err.Error())
 	}
-	files, err := claudePlugin(bin, home, stateDir)
-	if err != nil {
+	if err := setup.WriteClaudePlugin(dir, bin, home, stateDir); err != nil {
 		return c.fail(exitError, "setup claude: "+err.Error())
-	}
-	for _, f := range files {
-		p := filepath.Join(dir, filepath.FromSlash(f.name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return c.fail(exitError, "setup claude: "+err.Error())
-		}
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
-			return c.fail(exitError, "setup claude: "+err.Error())
-		}
 	}
 	fmt.Fprintf(c.stdout, `Wrote the Claude Code plugin "interlink" to %s.
 
@@ -108,8 +94,8 @@ Load it for a session:
 Or register only the server, and copy the "hooks" of
 %s into ~/.claude/settings.json to get the wake-ups:
     claude mcp add interlink -- %s
-`, dir, shellQuote(dir), filepath.Join(dir, "hooks", "hooks.json"), shellQuote(bin))
-	c.missingFiles(home)
+`, dir, setup.ShellQuote(dir), filepath.Join(dir, "hooks", "hooks.json"), setup.ShellQuote(bin))
+	missingFiles(c, home)
 	return exitOK
 }
 
@@ -118,7 +104,7 @@ Or register only the server, and copy the "hooks" of
 // without them, and Claude Code only shows that it failed. It looks where
 // the plugin's server will, with this environment's INTERLINK_KEY and
 // INTERLINK_PEERS.
-func (c *cli) missingFiles(home string) {
+func missingFiles(c *cli, home string) {
 	var todo []string
 	for _, f := range []struct{ env, name, create string }{
 		{"INTERLINK_KEY", "id.key", "interlink-mcp keygen --out %s"},
@@ -126,10 +112,10 @@ func (c *cli) missingFiles(home string) {
 	} {
 		path := c.getenv(f.env)
 		if path == "" {
-			path = filepath.Join(home, ".config", "interlink", f.name)
+			path = filepath.Join(paths.ConfigDir(home), f.name)
 		}
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			todo = append(todo, "    "+fmt.Sprintf(f.create, shellQuote(path)))
+			todo = append(todo, "    "+fmt.Sprintf(f.create, setup.ShellQuote(path)))
 		}
 	}
 	if len(todo) == 0 {
@@ -142,107 +128,19 @@ Claude Code (interlink-mcp doctor checks them):
 `, strings.Join(todo, "\n"))
 }
 
-// executable returns the absolute path of this program.
-func (c *cli) executable() (string, error) {
-	p, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	}
-	return filepath.Abs(p)
-}
-
-type pluginFile struct {
-	name string // slash-separated, relative to the plugin folder
-	data []byte
-}
-
-// claudePlugin returns the files of the plugin for the binary bin. home
-// gives the default key and peers paths; stateDir, when set, is fixed for
-// the server and the hooks.
-func claudePlugin(bin, home, stateDir string) ([]pluginFile, error) {
-	manifest := map[string]any{
-		"name":        "interlink",
-		"description": "Signed messages between Claude Code and Codex sessions, with a trust gate and operator-approved pairing.",
-		"version":     strings.TrimPrefix(version.String(), "v"),
-	}
-	defaultFile := func(name string) string { return filepath.Join(home, ".config", "interlink", name) }
-	env := map[string]string{
-		"INTERLINK_KEY":       "${INTERLINK_KEY:-" + defaultFile("id.key") + "}",
-		"INTERLINK_PEERS":     "${INTERLINK_PEERS:-" + defaultFile("peers.json") + "}",
-		"INTERLINK_URL":       "${INTERLINK_URL:-http://127.0.0.1:9440}",
-		"INTERLINK_CHANNELS":  "${INTERLINK_CHANNELS:-0}",
-		"INTERLINK_NAME":      "${INTERLINK_NAME:-}",
-		"INTERLINK_LOG_LEVEL": "${INTERLINK_LOG_LEVEL:-info}",
-	}
-	hookArgs := ""
-	if stateDir != "" {
-		env["INTERLINK_STATE_DIR"] = stateDir
-		hookArgs = " --state-dir " + shellQuote(stateDir)
-	} else {
-		// The hooks see Claude Code's whole environment; the server sees only
-		// what is declared here. Declaring these keeps both on one state root.
-		env["INTERLINK_STATE_DIR"] = "${INTERLINK_STATE_DIR:-}"
-		env["XDG_STATE_HOME"] = "${XDG_STATE_HOME:-}"
-	}
-	mcpJSON := map[string]any{
-		"mcpServers": map[string]any{
-			"interlink": map[string]any{"command": bin, "args": []string{}, "env": env},
-		},
-	}
-	command := func(sub string) map[string]any {
-		return map[string]any{"type": "command", "command": shellQuote(bin) + " " + sub + hookArgs}
-	}
-	stop := command("wait")
-	stop["async"] = true
-	stop["asyncRewake"] = true
-	stop["timeout"] = 3600
-	hooks := map[string]any{
-		"hooks": map[string]any{
-			"Stop":        []any{map[string]any{"hooks": []any{stop}}},
-			"PostToolUse": []any{map[string]any{"matcher": "Bash|Edit|Write", "hooks": []any{command("nudge")}}},
-			// The operator's prompt resets the session's wake-up and send
-			// budgets.
-			"UserPromptSubmit": []any{map[string]any{"hooks": []any{command("turn")}}},
-		},
-	}
-	skill, err := templates.ReadFile("templates/claude/SKILL.md")
-	if err != nil {
-		return nil, err
-	}
-	var files []pluginFile
-	for _, f := range []struct {
-		name string
-		v    any
-	}{
-		{".claude-plugin/plugin.json", manifest},
-		{".mcp.json", mcpJSON},
-		{"hooks/hooks.json", hooks},
-	} {
-		data, err := json.MarshalIndent(f.v, "", "  ")
-		if err != nil {
-			return nil, err
+// setupCodex prints the Codex configuration for this binary.
+func setupCodex(c *cli, args []string) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+			fmt.Fprint(c.stdout, setupUsage)
+			return exitOK
 		}
-		files = append(files, pluginFile{f.name, append(data, '\n')})
+		return c.fail(exitUsage, fmt.Sprintf("setup codex: unexpected argument %q", args[0]), "run 'interlink-mcp help setup'")
 	}
-	return append(files, pluginFile{"skills/interlink/SKILL.md", skill}), nil
-}
-
-// shellQuote quotes s for the shell that runs hook commands on this system.
-func shellQuote(s string) string { return shellQuoteFor(runtime.GOOS, s) }
-
-// shellQuoteFor quotes s for the shell of goos: single quotes on Unix-like
-// systems, double quotes on Windows. Plain words stay as they are.
-func shellQuoteFor(goos, s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@+=,", r))
-	}) < 0 {
-		return s
+	bin, err := c.executable()
+	if err != nil {
+		return c.fail(exitError, "setup codex: cannot find this program's path: "+err.Error())
 	}
-	if goos == "windows" {
-		return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	fmt.Fprint(c.stdout, setup.CodexConfig(bin, setup.CodexHome(c.getenv), false))
+	return exitOK
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/interlink-go/interlink/internal/setup"
 )
 
 // setup claude writes a plugin whose commands name this binary by absolute
@@ -85,15 +87,15 @@ func TestSetupClaude(t *testing.T) {
 	if len(stop) != 1 || len(stop[0].Hooks) != 1 {
 		t.Fatalf("Stop hooks = %+v", stop)
 	}
-	if h := stop[0].Hooks[0]; h.Type != "command" || h.Command != shellQuote(bin)+" wait" || !h.Async || !h.AsyncRewake || h.Timeout != 3600 {
+	if h := stop[0].Hooks[0]; h.Type != "command" || h.Command != setup.ShellQuote(bin)+" wait" || !h.Async || !h.AsyncRewake || h.Timeout != 3600 {
 		t.Errorf("Stop hook = %+v", h)
 	}
 	post := hooks.Hooks["PostToolUse"]
-	if len(post) != 1 || post[0].Matcher != "Bash|Edit|Write" || post[0].Hooks[0].Command != shellQuote(bin)+" nudge" {
+	if len(post) != 1 || post[0].Matcher != "Bash|Edit|Write" || post[0].Hooks[0].Command != setup.ShellQuote(bin)+" nudge" {
 		t.Errorf("PostToolUse hooks = %+v", post)
 	}
 	prompt := hooks.Hooks["UserPromptSubmit"]
-	if len(prompt) != 1 || len(prompt[0].Hooks) != 1 || prompt[0].Hooks[0].Command != shellQuote(bin)+" turn" || prompt[0].Hooks[0].Async {
+	if len(prompt) != 1 || len(prompt[0].Hooks) != 1 || prompt[0].Hooks[0].Command != setup.ShellQuote(bin)+" turn" || prompt[0].Hooks[0].Async {
 		t.Errorf("UserPromptSubmit hooks = %+v", prompt)
 	}
 	skill, err := os.ReadFile(filepath.Join(dir, "skills", "interlink", "SKILL.md"))
@@ -112,7 +114,7 @@ func TestSetupClaude(t *testing.T) {
 		t.Errorf("INTERLINK_STATE_DIR = %q", got)
 	}
 	readJSON(t, filepath.Join(dir, "hooks", "hooks.json"), &hooks)
-	if cmd := hooks.Hooks["Stop"][0].Hooks[0].Command; cmd != shellQuote(bin)+" wait --state-dir "+shellQuote(state) {
+	if cmd := hooks.Hooks["Stop"][0].Hooks[0].Command; cmd != setup.ShellQuote(bin)+" wait --state-dir "+setup.ShellQuote(state) {
 		t.Errorf("Stop command with a state dir: %q", cmd)
 	}
 }
@@ -125,23 +127,6 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	tests := []struct{ goos, in, want string }{
-		{"linux", "/usr/bin/interlink-mcp", "/usr/bin/interlink-mcp"},
-		{"linux", "/a b/c", "'/a b/c'"},
-		{"darwin", "/it's", `'/it'\''s'`},
-		{"linux", "", "''"},
-		{"windows", `C:\Users\me\go\bin\interlink-mcp.exe`, `"C:\Users\me\go\bin\interlink-mcp.exe"`},
-		{"windows", `C:/tools/interlink-mcp.exe`, `C:/tools/interlink-mcp.exe`},
-		{"windows", `C:\Program Files\a"b`, `"C:\Program Files\a\"b"`},
-	}
-	for _, tt := range tests {
-		if got := shellQuoteFor(tt.goos, tt.in); got != tt.want {
-			t.Errorf("shellQuoteFor(%s, %q) = %q, want %q", tt.goos, tt.in, got, tt.want)
-		}
 	}
 }
 
@@ -238,7 +223,7 @@ func TestDoctorFixesWriteThePluginWhereItLooks(t *testing.T) {
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("%v:\n%s%s", err, out.String(), errOut.String())
 			}
-			want := "interlink-mcp setup claude --dir " + shellQuote(dir)
+			want := "interlink-mcp setup claude --dir " + setup.ShellQuote(dir)
 			found := false
 			for _, ch := range rep.Checks {
 				if ch.ID != "claude" {

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"io"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/budget"
-	"github.com/interlink-go/interlink/internal/paths"
 )
 
 const turnUsage = `Usage: interlink-mcp turn [--session ID] [--state-dir DIR]
@@ -34,8 +34,8 @@ Options:
     -h, --help       show this help
 `
 
-// turn runs the prompt hook. Whatever happens it exits 0.
-func (c *cli) turn(args []string, stdin io.Reader) int {
+// runTurn runs the prompt hook. Whatever happens it exits 0.
+func runTurn(c *cli, _ context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet("turn")
 	var session, stateDir string
 	fset.StringVar(&session, "session", "", "")
@@ -44,7 +44,7 @@ func (c *cli) turn(args []string, stdin io.Reader) int {
 		return exitOK
 	}
 	in := readHookInput(stdin)
-	session, err := c.hookSessionID(session, func() hookInput { return in })
+	session, err := c.sessionID(session, func() string { return in.sessionID }, mainSession)
 	if err != nil {
 		c.fail(exitOK, "turn: session id "+session+": "+err.Error())
 		return exitOK
@@ -53,8 +53,7 @@ func (c *cli) turn(args []string, stdin io.Reader) int {
 		c.fail(exitOK, "turn: the hook input holds no prompt; nothing recorded (run it as a UserPromptSubmit hook)")
 		return exitOK
 	}
-	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
-	root, err := paths.StateRoot(c.getenv, explicitState)
+	root, err := c.stateRoot(stateDir)
 	if err != nil {
 		c.fail(exitOK, "turn: state folder: "+err.Error())
 		return exitOK

@@ -5,20 +5,20 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 )
 
-// runTurn runs interlink-mcp turn for session under state with the prompt
+// runTurnProcess runs interlink-mcp turn for session under state with the prompt
 // hook's input holding prompt, and returns its stderr. It fails the test
 // when turn exits other than 0 or prints on stdout.
-func runTurn(t testing.TB, state, session, prompt string) string {
+func runTurnProcess(t testing.TB, state, session, prompt string) string {
 	t.Helper()
 	input, err := json.Marshal(map[string]any{"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": prompt})
 	if err != nil {
@@ -66,7 +66,7 @@ func TestTurnHookResumesAPausedPeer(t *testing.T) {
 	// pauses bob.
 	a.waitText("list_peers", nil, "wake-ups paused since")
 
-	if stderr := runTurn(t, alice.state, "a1", "go on"); stderr != "" {
+	if stderr := runTurnProcess(t, alice.state, "a1", "go on"); stderr != "" {
 		t.Errorf("interlink-mcp turn: stderr %q", stderr)
 	}
 	if got := a.ok("list_peers", nil); strings.Contains(got, "paused") {
@@ -86,10 +86,10 @@ func TestTurnHookIgnoresTurnsTheOperatorDidNotType(t *testing.T) {
 	bob.admit(t, "alice", alice)
 	srv := launchMCP(t, bob.env(url, "INTERLINK_SESSION=b1", "INTERLINK_WAKE_BUDGET=1/1h"))
 	srv.initialize()
-	turnFile := budget.TurnPath(bob.state, "b1")
+	turnFile := filepath.Join(bob.state, "turn", "b1")
 	listen := func(what string, args ...string) string {
 		t.Helper()
-		r := runWait(t, bob.env(url), "", append([]string{"--session", "b1"}, args...)...)
+		r := runWaitProcess(t, bob.env(url), "", append([]string{"--session", "b1"}, args...)...)
 		if r.code != 2 {
 			t.Fatalf("wait for %s: %+v", what, r)
 		}
@@ -97,7 +97,7 @@ func TestTurnHookIgnoresTurnsTheOperatorDidNotType(t *testing.T) {
 	}
 	noTurn := func(what, prompt string) {
 		t.Helper()
-		runTurn(t, bob.state, "b1", prompt)
+		runTurnProcess(t, bob.state, "b1", prompt)
 		if _, err := os.Stat(turnFile); !os.IsNotExist(err) {
 			t.Errorf("the prompt of %s recorded the operator's turn (%v); prompt:\n%s", what, err, prompt)
 			os.Remove(turnFile) // so that the next case is judged alone

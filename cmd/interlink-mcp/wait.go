@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/inbox"
-	"github.com/interlink-go/interlink/internal/paths"
-	"github.com/interlink-go/interlink/internal/render"
 )
-
-// exitWake is the status with which the listener wakes Claude Code: an
-// asyncRewake Stop hook that exits 2 starts a new turn showing its stderr.
-const exitWake = 2
 
 const waitUsage = `Usage: interlink-mcp wait [--session ID] [--renew-after-secs N] [--state-dir DIR]
 
@@ -45,10 +38,10 @@ Options:
     -h, --help            show this help
 `
 
-// wait runs the Stop-hook listener. Only its protocol output goes to
-// stderr; a failure exits 1, never 2, so that it cannot wake the model with
-// an error message.
-func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
+// runWait runs the Stop-hook listener of [inbox.Inbox.RunListener]. Only
+// its protocol output goes to stderr; a failure exits 1, never 2, so that
+// it cannot wake the model with an error message.
+func runWait(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet("wait")
 	var session, renew, stateDir string
 	fset.StringVar(&session, "session", "", "")
@@ -58,23 +51,22 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 	if code, ok := c.parseFlags(fset, args, waitUsage, "wait: ", exitError, "run 'interlink-mcp help wait'"); !ok {
 		return code
 	}
-	renewAfter := inbox.DefaultRenewAfter
+	opts := &inbox.ListenerOptions{}
 	if renew != "" {
 		n, err := strconv.Atoi(renew)
 		if err != nil || n < 1 || n > 3000 {
 			return c.fail(exitError, fmt.Sprintf("wait: --renew-after-secs %q: want a whole number from 1 to 3000", renew))
 		}
-		renewAfter = time.Duration(n) * time.Second
+		opts.RenewAfter = time.Duration(n) * time.Second
 	}
 	if channelMode(c.getenv) {
 		return exitOK
 	}
-	session, err := c.hookSessionID(session, func() hookInput { return readHookInput(stdin) })
+	session, err := c.sessionID(session, func() string { return readHookInput(stdin).sessionID }, mainSession)
 	if err != nil {
 		return c.fail(exitError, fmt.Sprintf("wait: session id %q: %v", session, err))
 	}
-	explicitState, _ := c.setting(stateDir, "--state-dir", "INTERLINK_STATE_DIR", "")
-	root, err := paths.StateRoot(c.getenv, explicitState)
+	root, err := c.stateRoot(stateDir)
 	if err != nil {
 		return c.fail(exitError, "wait: state folder: "+err.Error(), "set --state-dir or INTERLINK_STATE_DIR")
 	}
@@ -82,64 +74,14 @@ func (c *cli) wait(ctx context.Context, args []string, stdin io.Reader) int {
 	if err != nil {
 		return c.fail(exitError, "wait: "+err.Error())
 	}
-	if err := box.Create(); err != nil {
+	woke, err := box.RunListener(ctx, c.stderr, opts)
+	switch {
+	case errors.Is(err, inbox.ErrNotShown):
+		return exitError // stderr failed: nothing more can be said there
+	case err != nil:
 		return c.fail(exitError, "wait: "+err.Error())
+	case woke:
+		return inbox.ExitWake
 	}
-	release, ok, err := box.Listen()
-	if err != nil {
-		return c.fail(exitError, "wait: "+err.Error())
-	}
-	if !ok {
-		return exitOK // another listener serves this session
-	}
-	defer release()
-	// End quietly, consuming nothing, if the host goes away meanwhile.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	watch := newParentWatch()
-	go func() {
-		t := time.NewTicker(inbox.DefaultPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if watch.gone() {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	batch, renewal, err := box.Wait(ctx, renewAfter, inbox.DefaultPoll)
-	if err != nil {
-		if ctx.Err() != nil {
-			return exitOK // stopped by a signal or orphaned: nothing shown, nothing consumed
-		}
-		return c.fail(exitError, "wait: "+err.Error())
-	}
-	// What the listener prints becomes the prompt of the turn it starts,
-	// so it starts with the wake line: the prompt hook must not take that
-	// turn for the operator's (see budget.Typed).
-	if renewal {
-		if _, err := fmt.Fprintln(c.stderr, budget.MarkWake(inbox.RenewalText)); err != nil {
-			return exitError
-		}
-		return exitWake
-	}
-	out := make([]string, len(batch.Lines))
-	for i, l := range batch.Lines {
-		out[i] = render.Line(l)
-	}
-	if _, err := io.WriteString(c.stderr, budget.MarkWake(strings.Join(out, "\n"))+"\n"); err != nil {
-		// Not shown, so not consumed: the next listener prints it again.
-		return exitError
-	}
-	if err := box.Commit(batch.End); err != nil {
-		// Shown but not marked: the next listener may show it again, which
-		// is better than losing it.
-		return exitWake
-	}
-	return exitWake
+	return exitOK
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/agent/tools"
 	"github.com/interlink-go/interlink/internal/gate"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/policy"
@@ -61,12 +62,12 @@ type Agent struct {
 // cannot use is a [*SettingError].
 func New(cfg Config) (*Agent, error) {
 	if cfg.Host == "" {
-		cfg.Host = HostClaude
+		cfg.Host = host.Claude
 	}
-	if cfg.Host != HostClaude && cfg.Host != HostCodex {
-		return nil, fmt.Errorf("host %q: want %q or %q", cfg.Host, HostClaude, HostCodex)
+	if _, err := host.Parse(string(cfg.Host)); err != nil {
+		return nil, fmt.Errorf("host %q: %w", cfg.Host, err)
 	}
-	if cfg.Host == HostClaude {
+	if cfg.Host == host.Claude {
 		if err := route.ValidateSession(cfg.Session); err != nil {
 			return nil, fmt.Errorf("session id: %w", err)
 		}
@@ -117,7 +118,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.client = &clientLink{srv: a.mcp}
-	if cfg.Host == HostClaude {
+	if cfg.Host == host.Claude {
 		if _, _, err := a.binding.Bind(cfg.Session); err != nil {
 			return nil, fmt.Errorf("local state: %w", err)
 		}

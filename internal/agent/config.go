@@ -10,20 +10,12 @@ import (
 
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/presence"
 	"github.com/interlink-go/interlink/internal/route"
-)
-
-// Host names the host application the server runs under.
-type Host string
-
-// Hosts.
-const (
-	HostClaude Host = "claude"
-	HostCodex  Host = "codex"
 )
 
 // Config is what [New] needs. Paths and values are already resolved from
@@ -45,8 +37,8 @@ type Config struct {
 	StateRoot string
 	// Cwd is the working directory announced on the roster.
 	Cwd string
-	// Host is the host application; empty means [HostClaude].
-	Host Host
+	// Host is the host application; empty means [host.Claude].
+	Host host.Kind
 	// Sink receives inbox notices and pairing notices. Nil means notices are
 	// not sent: messages wait in the mailbox until the model looks. With
 	// Channels set, Sink is ignored.

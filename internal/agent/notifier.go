@@ -13,6 +13,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/mailbox"
@@ -27,7 +28,7 @@ func (a *Agent) sink(id string, failed *codex.Failed) delivery.Sink {
 	switch {
 	case a.cfg.Channels:
 		return delivery.Channel{Send: a.client.send}
-	case a.cfg.Host == HostCodex && a.cfg.CodexBin != "":
+	case a.cfg.Host == host.Codex && a.cfg.CodexBin != "":
 		return &delivery.Codex{Bin: a.cfg.CodexBin, Thread: id, Failed: failed, Logger: a.log, Pause: a.cfg.Timing.QueuePause}
 	}
 	return a.cfg.Sink

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/interlink-go/interlink/internal/agent/tools"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -40,7 +41,7 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 		server.WithInstructions(Instructions),
 		server.WithRecovery(),
 	}
-	if a.cfg.Host == HostClaude {
+	if a.cfg.Host == host.Claude {
 		// Declared whether or not channels are on: the server cannot know
 		// whether the host enabled them.
 		opts = append(opts, server.WithExperimental(map[string]any{"claude/channel": map[string]any{}}))
@@ -52,7 +53,7 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 		tools.Mailbox{}.Tools(),
 		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: a.cfg.Timing.Now, Queued: a.pairs.queued}).Tools(),
 		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, Binding: a.binding}).Tools(),
-		(&tools.Codex{Host: a.cfg.Host == HostCodex, Binding: a.binding, Log: a.log}).Tools(),
+		(&tools.Codex{Host: a.cfg.Host == host.Codex, Binding: a.binding, Log: a.log}).Tools(),
 	}
 	var all []tools.Tool
 	var defs []mcp.Tool

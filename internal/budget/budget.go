@@ -35,14 +35,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -87,7 +86,8 @@ type Budget struct {
 // Open returns the budget of own's session under stateRoot. Nothing is
 // created until the first event is recorded.
 func Open(stateRoot string, own identity.PublicKey, session string, opts *Options) (*Budget, error) {
-	if err := route.ValidateSession(session); err != nil {
+	file, err := paths.SessionFile(stateRoot, paths.Budget, own, session)
+	if err != nil {
 		return nil, fmt.Errorf("budget: %w", err)
 	}
 	b := &Budget{wake: DefaultWake, send: DefaultSend, now: time.Now}
@@ -97,10 +97,9 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 			b.now = opts.Now
 		}
 	}
-	b.path = filepath.Join(stateRoot, "budget", own.String(), session+".json")
-	b.lock = statefile.LockPath(b.path, "lock")
-	b.turn = TurnPath(stateRoot, session)
-	return b, nil
+	b.path, b.lock = file.Path(), file.Lock()
+	b.turn, err = paths.SessionPath(stateRoot, paths.Turn, session)
+	return b, err
 }
 
 // Limits returns the wake and send limits.
@@ -111,20 +110,15 @@ func (b *Budget) Limits() (wake, send Limit) {
 	return b.wake, b.send
 }
 
-// TurnPath returns the file that records the operator's last turn in
-// session.
-func TurnPath(stateRoot, session string) string {
-	return filepath.Join(stateRoot, "turn", session)
-}
-
 // RecordTurn records that the operator of session typed at t: both
 // budgets of the session start counting again from t. A prompt hook calls
 // [RecordPrompt] instead, which records only a typed prompt.
 func RecordTurn(stateRoot, session string, t time.Time) error {
-	if err := route.ValidateSession(session); err != nil {
+	turn, err := paths.SessionPath(stateRoot, paths.Turn, session)
+	if err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
-	return writeTurn(TurnPath(stateRoot, session), t)
+	return writeTurn(turn, t)
 }
 
 // RecordPrompt records the turn of session whose prompt, as the host's
@@ -132,13 +126,14 @@ func RecordTurn(stateRoot, session string, t time.Time) error {
 // ([Typed]), both budgets of the session start counting again from t and
 // RecordPrompt reports true; any other prompt changes nothing.
 func RecordPrompt(stateRoot, session, prompt string, t time.Time) (bool, error) {
-	if err := route.ValidateSession(session); err != nil {
+	turn, err := paths.SessionPath(stateRoot, paths.Turn, session)
+	if err != nil {
 		return false, fmt.Errorf("budget: %w", err)
 	}
 	if !Typed(prompt) {
 		return false, nil
 	}
-	return true, writeTurn(TurnPath(stateRoot, session), t)
+	return true, writeTurn(turn, t)
 }
 
 // Prompt records the turn whose prompt is prompt now, as [RecordPrompt]

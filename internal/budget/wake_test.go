@@ -2,6 +2,7 @@ package budget
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestOnlyATypedPromptLiftsAPause(t *testing.T) {
 			t.Errorf("Prompt(%q) = %v, %v; want false, nil", prompt, ok, err)
 		}
 	}
-	if _, err := os.Stat(TurnPath(root, "s1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, "turn", "s1")); !os.IsNotExist(err) {
 		t.Fatalf("a prompt the operator did not type wrote the turn file (%v)", err)
 	}
 	if p, _ := b.Paused(); !p[bob.Key] {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -42,7 +43,7 @@ const (
 	MaxRosterBytes = 6 << 20
 	// RosterRetention is how long a roster entry lives after its last
 	// announcement.
-	RosterRetention = 72 * time.Hour
+	RosterRetention = protocol.RosterRetention
 )
 
 // Options holds the optional settings of [New]. A nil *Options, and every

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -46,8 +46,11 @@ func OpenFailed(stateRoot string, own identity.PublicKey, thread string) (*Faile
 	if err := ValidThread(thread); err != nil {
 		return nil, err
 	}
-	p := filepath.Join(stateRoot, "failed", own.String(), thread+".json")
-	return &Failed{path: p, lock: statefile.LockPath(p, "lock")}, nil
+	file, err := paths.SessionFile(stateRoot, paths.Failed, own, thread)
+	if err != nil {
+		return nil, fmt.Errorf("codex: %w", err)
+	}
+	return &Failed{path: file.Path(), lock: file.Lock()}, nil
 }
 
 // Path returns the store's file.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/budget"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 )
 
@@ -56,15 +57,6 @@ type Check struct {
 	Fix string `json:"fix,omitempty"`
 }
 
-// Host names the host application a session runs under.
-type Host string
-
-// Hosts.
-const (
-	HostClaude Host = "claude"
-	HostCodex  Host = "codex"
-)
-
 // Config is what the checks look at. Paths are resolved already, as the
 // server resolves them from its flags and environment.
 type Config struct {
@@ -77,8 +69,8 @@ type Config struct {
 	Session string
 	// StateRoot is the state folder of the session's files.
 	StateRoot string
-	// Host is the host application; empty means [HostClaude].
-	Host Host
+	// Host is the host application; empty means [host.Claude].
+	Host host.Kind
 	// Channels reports that notices go out as Claude channel
 	// notifications, so no Stop-hook listener is needed.
 	Channels bool
@@ -113,7 +105,7 @@ type Config struct {
 // results. It stops early only when ctx ends.
 func Run(ctx context.Context, cfg Config) []Check {
 	if cfg.Host == "" {
-		cfg.Host = HostClaude
+		cfg.Host = host.Claude
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -138,7 +130,7 @@ func Run(ctx context.Context, cfg Config) []Check {
 	run("state", "state folder", cfg.StateRoot, func(r *report) { r.state(cfg) })
 	r.relays(ctx, cfg, own, haveKey)
 	switch {
-	case cfg.Host == HostCodex:
+	case cfg.Host == host.Codex:
 		run("codex", "Codex config "+cfg.CodexConfig, cfg.CodexConfig, func(r *report) { r.codex(cfg) })
 	case !cfg.Channels:
 		run("claude", "Claude Code", cfg.ClaudePluginDir+" and "+cfg.ClaudeSettings, func(r *report) { r.claude(cfg) })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/budget"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -25,7 +26,7 @@ func only(checks []Check, id string) []Check {
 
 func TestListenerWarnsWhenNoticesWaitWithoutAListener(t *testing.T) {
 	root := t.TempDir()
-	cfg := Config{StateRoot: root, Session: "s1", Host: HostClaude}
+	cfg := Config{StateRoot: root, Session: "s1", Host: host.Claude}
 	check := func() Check {
 		t.Helper()
 		var r report

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/statefile"
@@ -87,7 +88,7 @@ func (s *doctorSetup) checkOf(what string) (string, Config) {
 	case "claude settings":
 		cfg.ClaudePluginDir = ""
 	case "codex":
-		cfg.Host = HostCodex
+		cfg.Host = host.Codex
 	}
 	return id, cfg
 }

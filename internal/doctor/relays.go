@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 )
@@ -147,7 +148,7 @@ func (r *report) roster(ctx context.Context, cfg Config, c *relay.Client, own id
 		return
 	}
 	fix := "is its server running? it announces itself when it starts and every 30 s"
-	if cfg.Host == HostCodex {
+	if cfg.Host == host.Codex {
 		fix = "a Codex session appears once its hooks bind it: trust them in /hooks and send a prompt"
 	}
 	r.add("roster", name, Fail, fmt.Sprintf("session %s is not on it, so peers cannot find it", cfg.Session), fix)

@@ -12,6 +12,7 @@ import (
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -59,7 +60,7 @@ func TestHostileBodyIsInertInTheCodexQueueText(t *testing.T) {
 	victim.writePeers(t, map[string]*party{"mallory": mallory})
 	stub := codexStub(t)
 	v := start(t, victim, codexThread, url, &nodeOpts{edit: func(c *agent.Config, _ string) {
-		c.Host, c.CodexBin, c.Session = agent.HostCodex, stub, ""
+		c.Host, c.CodexBin, c.Session = host.Codex, stub, ""
 	}})
 	if got := v.ok("bind_codex_session", map[string]any{"thread_id": codexThread}); got != "{}" {
 		t.Fatalf("bind = %q", got)

@@ -293,7 +293,7 @@ func TestClaudePromptHookResetsTheBudget(t *testing.T) {
 		t.Fatalf("claude -p: %s (%v)", line, err)
 	}
 
-	data, err := os.ReadFile(budget.TurnPath(state, session))
+	data, err := os.ReadFile(filepath.Join(state, "turn", session))
 	if err != nil {
 		t.Fatalf("the prompt hook recorded no turn: %v", err)
 	}

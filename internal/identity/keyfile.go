@@ -1,10 +1,12 @@
 package identity
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 )
@@ -66,4 +68,98 @@ func KeyFileExposed(path string) (perm fs.FileMode, exposed bool, err error) {
 	}
 	perm = fi.Mode().Perm()
 	return perm, runtime.GOOS != "windows" && perm&0o077 != 0, nil
+}
+
+// ErrKeyExists reports that the key file is already there and was left
+// alone.
+var ErrKeyExists = errors.New("identity: key file already exists")
+
+// WriteKeyFile stores the secret key file of seed ([EncodeKeyFile]) at path
+// with mode 0600, first creating missing parent folders with mode 0700.
+// Without replace an existing file, or a link, is an error wrapping
+// [ErrKeyExists] and is not touched; with replace it is swapped for the new
+// content in one rename. The secret is never readable by others, not even
+// for a moment, and a crash leaves either the old key or the whole new one.
+func WriteKeyFile(path string, seed []byte, replace bool) error {
+	data := EncodeKeyFile(seed)
+	defer clear(data)
+	return writeKeyFile(path, data, replace)
+}
+
+// writeKeyFile stores data at path as [WriteKeyFile] describes.
+func writeKeyFile(path string, data []byte, replace bool) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if replace {
+		return replaceKeyFile(path, data)
+	}
+	return createKeyFile(path, data)
+}
+
+// createKeyFile writes data to a file at path that must not exist yet.
+//
+// O_EXCL makes the existence check and the creation a single step, so a file
+// appearing in between is never overwritten, and the mode is set by that same
+// open, so the secret is never readable by others, not even for a moment. A
+// symlink at path counts as existing and is not followed.
+func createKeyFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s", ErrKeyExists, path)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// The umask can only have cleared bits; state the mode outright.
+		err = os.Chmod(path, 0o600)
+	}
+	if err != nil {
+		// The file is ours and incomplete: a partial key must not stay.
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// replaceKeyFile puts data at path whether or not a file is there.
+//
+// The data goes to a temporary file in the same folder, created with mode
+// 0600 and O_EXCL by [os.CreateTemp], is synced to disk, and is then renamed
+// over path. A crash at any point leaves either the old key or the complete
+// new one at path, never a partial file. The rename brings the temporary
+// file's mode along, so a looser mode on the old file does not survive; the
+// explicit chmod afterwards states it all the same.
+func replaceKeyFile(path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
 }

@@ -20,6 +20,16 @@
 // listener has printed, so a record appended while a batch was read is
 // never skipped.
 //
+// # The listener
+//
+// [Inbox.RunListener] is the whole Stop-hook protocol: one listener per
+// session (the others step aside), a watch on the process that started it
+// (a listener whose host went away ends without consuming anything), the
+// records shown before the cursor moves over them, and the renewal notice
+// before Claude Code's one-hour limit. Its caller exits with [ExitWake]
+// when it showed something, which wakes the session, and never with that
+// status on an error.
+//
 // # Compaction
 //
 // Once every complete line has been shown, the listener's commit empties
@@ -51,7 +61,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -78,10 +88,10 @@ type Inbox struct {
 // Open returns the inbox of session under stateRoot. The session id becomes
 // a file name, so it must pass route.ValidateSession. Nothing is created.
 func Open(stateRoot, session string) (*Inbox, error) {
-	if err := route.ValidateSession(session); err != nil {
+	base, err := paths.SessionPath(stateRoot, paths.Inbox, session)
+	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}
-	base := filepath.Join(stateRoot, "inbox", session)
 	return &Inbox{path: base + ".jsonl", cursor: base + ".cursor", lock: base + ".lock", ioLock: base + ".io-lock"}, nil
 }
 

@@ -2,15 +2,14 @@ package mailbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
@@ -79,10 +78,8 @@ type Mailbox struct {
 // [route.ValidateSession]; otherwise the error wraps
 // [route.ErrInvalidSession].
 func Open(stateRoot string, own identity.PublicKey, session string, opts *Options) (*Mailbox, error) {
-	if stateRoot == "" {
-		return nil, errors.New("mailbox: open: empty state root")
-	}
-	if err := route.ValidateSession(session); err != nil {
+	file, err := paths.SessionFile(stateRoot, paths.Mailbox, own, session)
+	if err != nil {
 		return nil, fmt.Errorf("mailbox: open: %w", err)
 	}
 	var o Options
@@ -98,12 +95,11 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	path := filepath.Join(stateRoot, "mailbox", own.String(), session+".json")
 	return &Mailbox{
-		path:     path,
-		tombs:    newTombLog(statefile.LockPath(path, "tombstones.jsonl")),
-		hist:     newHistLog(statefile.LockPath(path, "history"), o.Logger),
-		lockPath: statefile.LockPath(path, "lock"),
+		path:     file.Path(),
+		tombs:    newTombLog(file.Sidecar("tombstones.jsonl")),
+		hist:     newHistLog(file.Sidecar("history"), o.Logger),
+		lockPath: file.Lock(),
 		now:      o.Now,
 		newID:    o.NewID,
 		log:      o.Logger,

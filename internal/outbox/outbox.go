@@ -6,15 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/paths"
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/relay"
-	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -24,14 +24,13 @@ const (
 	// message.
 	DefaultRetryEvery = 5 * time.Second
 	// DefaultResignAfter is the age of a signature after which a message is
-	// signed again before an attempt. It equals the receivers' 24-hour
-	// freshness window.
-	DefaultResignAfter = 24 * time.Hour
+	// signed again before an attempt: the receivers' freshness window.
+	DefaultResignAfter = protocol.MaxPast
 	// DefaultExpireAfter is how long a message may stay pending before it
-	// is given up as [StateExpired]: three days, the time after which a
-	// relay forgets a session that stopped announcing itself, so a message
-	// still unsent by then is unlikely to find its recipient.
-	DefaultExpireAfter = 72 * time.Hour
+	// is given up as [StateExpired]: the time after which a relay forgets
+	// a session that stopped announcing itself, so a message still unsent
+	// by then is unlikely to find its recipient.
+	DefaultExpireAfter = protocol.RosterRetention
 	// DefaultWatchEvery is how often the sending process looks for
 	// messages that another process of the session queued.
 	DefaultWatchEvery = time.Second
@@ -199,10 +198,8 @@ type Outbox struct {
 // Nothing is created until the first message. Messages go out through
 // relays, and old ones are signed again with signer, which must not be nil.
 func Open(stateRoot string, own identity.PublicKey, session string, relays []Sender, signer *identity.Signer, opts *Options) (*Outbox, error) {
-	if stateRoot == "" {
-		return nil, errors.New("outbox: open: empty state root")
-	}
-	if err := route.ValidateSession(session); err != nil {
+	file, err := paths.SessionFile(stateRoot, paths.Outbox, own, session)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: open: %w", err)
 	}
 	if signer == nil {
@@ -211,11 +208,10 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 	if opts == nil {
 		opts = &Options{}
 	}
-	path := filepath.Join(stateRoot, "outbox", own.String(), session+".json")
 	o := &Outbox{
-		path:        path,
-		lockPath:    statefile.LockPath(path, "lock"),
-		senderLock:  statefile.LockPath(path, "sender-lock"),
+		path:        file.Path(),
+		lockPath:    file.Lock(),
+		senderLock:  file.Sidecar("sender-lock"),
 		relays:      slices.Clone(relays),
 		signer:      signer,
 		now:         opts.Now,

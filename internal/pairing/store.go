@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
@@ -45,10 +44,8 @@ type Store struct {
 // [route.ValidateSession]; an id such as ".." or "a/b" is refused with an
 // error wrapping [route.ErrInvalidSession].
 func Open(stateRoot string, own identity.PublicKey, session string, opts *Options) (*Store, error) {
-	if stateRoot == "" {
-		return nil, errors.New("pairing: open: empty state root")
-	}
-	if err := route.ValidateSession(session); err != nil {
+	file, err := paths.SessionFile(stateRoot, paths.Pairing, own, session)
+	if err != nil {
 		return nil, fmt.Errorf("pairing: open: %w", err)
 	}
 	var o Options
@@ -61,10 +58,9 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	if o.Write == nil {
 		o.Write = statefile.WriteAtomic
 	}
-	path := filepath.Join(stateRoot, "pairing", own.String(), session+".json")
 	return &Store{
-		path:     path,
-		lockPath: statefile.LockPath(path, "lock"),
+		path:     file.Path(),
+		lockPath: file.Lock(),
 		log:      o.Logger,
 		write:    o.Write,
 	}, nil

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -75,17 +75,14 @@ type Markers struct {
 // [route.ValidateSession]; an id such as ".." or "a/b" is refused with an
 // error wrapping [route.ErrInvalidSession].
 func Open(stateRoot, session string, opts *Options) (*Markers, error) {
-	if stateRoot == "" {
-		return nil, errors.New("progress: open: empty state root")
-	}
-	if err := route.ValidateSession(session); err != nil {
+	dir, err := paths.SessionPath(stateRoot, paths.Task, session)
+	if err != nil {
 		return nil, fmt.Errorf("progress: open: %w", err)
 	}
 	now := time.Now
 	if opts != nil && opts.Now != nil {
 		now = opts.Now
 	}
-	dir := taskDir(stateRoot, session)
 	marker := filepath.Join(dir, markerFile)
 	return &Markers{
 		marker: marker,
@@ -93,12 +90,6 @@ func Open(stateRoot, session string, opts *Options) (*Markers, error) {
 		update: filepath.Join(dir, updateFile),
 		now:    now,
 	}, nil
-}
-
-// taskDir returns the task folder of a session that has passed
-// [route.ValidateSession].
-func taskDir(stateRoot, session string) string {
-	return filepath.Join(stateRoot, "task", session)
 }
 
 // Inbound applies the rules for a message received from peer (its local

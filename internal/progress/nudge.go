@@ -3,7 +3,6 @@ package progress
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
-	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -78,17 +77,14 @@ func Nudge(stdin io.Reader, stdout io.Writer, stateRoot string, getenv func(stri
 	if !ok {
 		return nil
 	}
-	if stateRoot == "" {
-		return errors.New("progress: hook: empty state root")
-	}
 	session, err := readHookInput(stdin)
 	if err != nil || session == "" {
 		return err
 	}
-	if err := route.ValidateSession(session); err != nil {
+	dir, err := paths.SessionPath(stateRoot, paths.Task, session)
+	if err != nil {
 		return fmt.Errorf("progress: hook: %w", err)
 	}
-	dir := taskDir(stateRoot, session)
 
 	task, ok, err := readTask(filepath.Join(dir, markerFile))
 	if err != nil || !ok {

@@ -1,8 +1,12 @@
 // Package protocol holds the values that every part of interlink, and every
 // other implementation it exchanges messages with, must agree on without
 // any one step owning them: the two names that attribute text to interlink
-// itself and to the own identity, and the window in which a signed message
-// counts as fresh.
+// itself and to the own identity, the window in which a signed message
+// counts as fresh, and how long a relay remembers a session.
+//
+// Each value has its home here and nowhere else: a package whose own
+// setting follows from one of them (the outbox signs a message again once
+// its signature would no longer be fresh) refers to it by name.
 //
 // It imports nothing, so the lowest packages can use it.
 package protocol
@@ -35,3 +39,10 @@ const (
 	MaxPast   = 24 * time.Hour
 	MaxFuture = 60 * time.Second
 )
+
+// RosterRetention is how long a relay keeps a session on its roster after
+// the session last announced itself. Every roster a bus keeps, in memory or
+// shared, forgets an entry this long after its last refresh; a message
+// still waiting in an outbox by then is unlikely to find its recipient, so
+// the outbox gives up after as long.
+const RosterRetention = 72 * time.Hour

@@ -20,13 +20,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/store"
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
 // Defaults of [Options].
 const (
-	DefaultAge     = 72 * time.Hour
+	DefaultAge     = protocol.RosterRetention
 	DefaultRecords = 8192
 	DefaultValue   = 16 << 10
 )

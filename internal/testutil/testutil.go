@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,24 @@ func Deps(tb testing.TB, pkg string) []string {
 		tb.Fatalf("go list -deps %s: %v", pkg, err)
 	}
 	return strings.Fields(string(out))
+}
+
+// DepModules returns the modules other than the standard library that the
+// packages of pkg, as [Deps] lists them, come from: what its binary links.
+// It skips the test when the go command cannot be run.
+func DepModules(tb testing.TB, pkg string) []string {
+	tb.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Skipf("go command not found: %v", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", pkg).Output()
+	if err != nil {
+		tb.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	mods := strings.Fields(string(out))
+	slices.Sort(mods)
+	return slices.Compact(mods)
 }
 
 // BuildBus builds interlink-bus without cgo from this module into a

@@ -7,6 +7,7 @@ import (
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/codex"
+	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/protocol"
 )
 
@@ -18,7 +19,7 @@ const (
 // codexHost starts the agent unbound, as the Codex host does.
 func codexHost() *agenttest.Options {
 	return &agenttest.Options{Edit: func(c *agent.Config) {
-		c.Host = agent.HostCodex
+		c.Host = host.Codex
 		c.Session = ""
 	}}
 }

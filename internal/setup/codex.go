@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"fmt"
@@ -19,11 +19,12 @@ var codexHookEvents = []struct{ event, matcher string }{
 	{"Stop", ""},
 }
 
-// codexConfig returns the config.toml sections for Codex: the interlink MCP
+// CodexConfig returns the config.toml sections for Codex: the interlink MCP
 // server (command bin in the Codex host) with its environment, and the four
 // binding hooks. codexHome, when set, is repeated in the server's
 // environment so that codex queue reaches the same Codex home and daemon.
-func codexConfig(bin, codexHome string, comments bool) string {
+// With comments, the optional settings are there as comments.
+func CodexConfig(bin, codexHome string, comments bool) string {
 	var b strings.Builder
 	q := strconv.Quote
 	b.WriteString(`# Interlink for Codex CLI. Merge these sections into ~/.codex/config.toml
@@ -64,25 +65,15 @@ func codexConfig(bin, codexHome string, comments bool) string {
 	return b.String()
 }
 
-// setupCodex prints the Codex configuration for this binary.
-func (c *cli) setupCodex(args []string) int {
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-			fmt.Fprint(c.stdout, setupUsage)
-			return exitOK
-		}
-		return c.fail(exitUsage, fmt.Sprintf("setup codex: unexpected argument %q", args[0]), "run 'interlink-mcp help setup'")
+// CodexHome returns Codex's home folder as Codex finds it: CODEX_HOME, else
+// .codex under the home folder; "" when neither is known. getenv looks up
+// the environment.
+func CodexHome(getenv func(string) string) string {
+	if h := getenv("CODEX_HOME"); h != "" {
+		return h
 	}
-	bin, err := c.executable()
-	if err != nil {
-		return c.fail(exitError, "setup codex: cannot find this program's path: "+err.Error())
+	if h, err := paths.Home(getenv); err == nil {
+		return filepath.Join(h, ".codex")
 	}
-	home := c.getenv("CODEX_HOME")
-	if home == "" {
-		if h, err := paths.Home(c.getenv); err == nil {
-			home = filepath.Join(h, ".codex")
-		}
-	}
-	fmt.Fprint(c.stdout, codexConfig(bin, home, false))
-	return exitOK
+	return ""
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package inbox
 
 // parentWatch is a no-op where a process's parent cannot be watched
 // portably: the listener then ends at its renewal time.

@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // INTERLINK_UPDATE_CODEX_CONFIG=1 go test -run TestCodexConfigFile.
 func TestCodexConfigFile(t *testing.T) {
 	path := filepath.Join("..", "..", "codex", "config.toml")
-	want := codexConfig("interlink-mcp", "", true)
+	want := CodexConfig("interlink-mcp", "", true)
 	if os.Getenv("INTERLINK_UPDATE_CODEX_CONFIG") == "1" {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
@@ -28,7 +28,7 @@ func TestCodexConfigFile(t *testing.T) {
 }
 
 func TestCodexConfig(t *testing.T) {
-	got := codexConfig("/opt/bin/interlink-mcp", "/home/u/.codex-work", false)
+	got := CodexConfig("/opt/bin/interlink-mcp", "/home/u/.codex-work", false)
 	for _, w := range []string{
 		"[mcp_servers.interlink]\ncommand = \"/opt/bin/interlink-mcp\"\nargs = [\"--host\", \"codex\"]",
 		"CODEX_HOME = \"/home/u/.codex-work\"",
