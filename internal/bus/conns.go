@@ -155,19 +155,20 @@ func (st *ConnStats) Screen() *ScreenStats { return &st.screen }
 // are open, the most that may be, and how many were shed or refused.
 func (st *ConnStats) Limit() *connlimit.Stats { return &st.limit }
 
-// allowWait moves the deadlines of the request w answers back by wait,
+// allowWait moves the deadlines of the request w answers back by wait
+// (and the request's own timeout),
 // for a handler that legitimately holds its answer that long (a
 // long-poll). Without it the server would end the request when its read
 // deadline passes: Go's HTTP server, which reads ahead to notice a client
 // that hangs up, takes the deadline for one and cancels the request.
-func (s *Server) allowWait(w http.ResponseWriter, wait time.Duration) {
+func allowWait(w http.ResponseWriter, wait, requestTimeout time.Duration) {
 	if wait <= 0 {
 		return
 	}
 	// A writer that is not a connection (a test recorder) has no
 	// deadlines to move.
 	rc := http.NewResponseController(w)
-	end := time.Now().Add(wait + s.requestTimeout)
+	end := time.Now().Add(wait + requestTimeout)
 	_ = rc.SetReadDeadline(end)
 	_ = rc.SetWriteDeadline(end.Add(AnswerTimeout))
 }
