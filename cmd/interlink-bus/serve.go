@@ -307,7 +307,7 @@ func parseAckDelay(s string) (time.Duration, error) {
 // waits up to five seconds for new ones (a client may be about to use
 // them), which would hold up every shutdown where a client had opened a
 // spare connection; the bus is stopping, so such a client can retry.
-// Where the bus screens new connections ([bus.ScreenHeaders]) the screen
+// Where the bus screens new connections (package screen) the screen
 // holds them until a request has arrived, so the server sees a new one
 // only for a moment; on Windows it sees every one.
 type freshConns struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/connlimit"
+	"github.com/interlink-go/interlink/internal/screen"
 )
 
 // Connection rules of the bus: how long a request and its answer may take,
@@ -41,7 +42,7 @@ const (
 	// DefaultRequestTimeout is how long a request may take to arrive
 	// whole, headers and body, counted from its first byte (for the first
 	// request of a connection, from when its headers have passed the
-	// screen, [ScreenHeaders]). A client that is not done by then gets
+	// screen, [screen.Listen]). A client that is not done by then gets
 	// 408, or, if the handler did not read the body, the handler's answer,
 	// and its connection is closed.
 	DefaultRequestTimeout = 30 * time.Second
@@ -89,9 +90,6 @@ func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	}
 }
 
-// tooLargeBody is the body of every 431 answer, the HTTP server's own.
-const tooLargeBody = "431 Request Header Fields Too Large"
-
 // RefuseManyHeaderFields answers 431 to a request with more than
 // [MaxHeaderFields] header lines, and closes its connection, so that what
 // its headers cost is let go at once rather than held while the request
@@ -114,17 +112,18 @@ func RefuseManyHeaderFields(w http.ResponseWriter, r *http.Request) bool {
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(tooLargeBody)))
+	hd.Set("Content-Length", strconv.Itoa(len(screen.TooLargeBody)))
 	hd.Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
-	_, _ = io.WriteString(w, tooLargeBody)
+	_, _ = io.WriteString(w, screen.TooLargeBody)
 	return true
 }
 
 // Listen wraps ln as the bus takes connections: at most [Options.MaxConns]
 // open at once, shared fairly among clients when they are all taken
 // (package connlimit), and each new connection screened until its first
-// request's headers are whole ([ScreenHeaders]). The counts go to
+// request's headers are whole, within [MaxHeaderBytes] (package screen).
+// The counts go to
 // [Options.Conns] when it is set.
 func Listen(ln net.Listener, opts *Options) net.Listener {
 	stats := new(ConnStats)
@@ -138,18 +137,18 @@ func Listen(ln net.Listener, opts *Options) net.Listener {
 	if capacity <= 0 {
 		_, capacity, _ = connlimit.FileCapacity()
 	}
-	return ScreenHeaders(connlimit.Listen(ln, capacity, &stats.limit), opts.headerTimeout(), &stats.screen)
+	return screen.Listen(connlimit.Listen(ln, capacity, &stats.limit), opts.headerTimeout(), MaxHeaderBytes, &stats.screen)
 }
 
 // ConnStats counts what a listener from [Listen] does with connections.
 // The zero value is ready to use; it is safe for concurrent use.
 type ConnStats struct {
-	screen ScreenStats
+	screen screen.Stats
 	limit  connlimit.Stats
 }
 
 // Screen returns the counts of the header screen.
-func (st *ConnStats) Screen() *ScreenStats { return &st.screen }
+func (st *ConnStats) Screen() *screen.Stats { return &st.screen }
 
 // Limit returns the counts of the connection limit: how many connections
 // are open, the most that may be, and how many were shed or refused.
