@@ -27,6 +27,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/screen"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // Path is where the metrics are served.
@@ -235,7 +236,7 @@ func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = w.Write([]byte(`{"error":"method not allowed"}`))
+		_, _ = w.Write(wire.ErrorAnswer("method not allowed", false))
 		return
 	}
 	m.serve.ServeHTTP(w, r)

@@ -3,18 +3,18 @@ package loadgen
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // requestTimeout bounds every request that is not a long-poll.
@@ -75,26 +75,15 @@ func trimSlash(s string) string {
 	return s
 }
 
-// send posts payload, a JSON value, to route and expects 202.
+// send posts payload, a compact JSON value, to route and expects 202.
 func (c *client) send(ctx context.Context, route string, payload []byte) error {
-	body := make([]byte, 0, len(route)+len(payload)+32)
-	body = append(body, `{"to":`...)
-	body = appendJSONString(body, route)
-	body = append(body, `,"payload":`...)
-	body = append(body, payload...)
-	body = append(body, '}')
+	body := wire.AppendSend(make([]byte, 0, wire.SendBodyLen(route, len(payload))), route, payload)
 	return c.post(ctx, "/send", body, http.StatusAccepted)
 }
 
 // ack acknowledges the message with ack key key on route and expects 200.
 func (c *client) ack(ctx context.Context, route, key string) error {
-	body := make([]byte, 0, len(route)+len(key)+32)
-	body = append(body, `{"me":`...)
-	body = appendJSONString(body, route)
-	body = append(body, `,"ack":`...)
-	body = appendJSONString(body, key)
-	body = append(body, '}')
-	return c.post(ctx, "/ack", body, http.StatusOK)
+	return c.post(ctx, "/ack", wire.AppendAck(nil, route, key), http.StatusOK)
 }
 
 // message is one message as /recv returns it.
@@ -103,22 +92,12 @@ type message struct {
 	payload []byte // the payload's JSON text
 }
 
-// recvReply is the JSON shape of a /recv response.
-type recvReply struct {
-	Status   string `json:"status"`
-	Ack      string `json:"ack"`
-	Envelope struct {
-		Payload json.RawMessage `json:"payload"`
-	} `json:"envelope"`
-}
-
 // recv long-polls route for up to wait and returns the head message, or
 // [errTimeout] when there was none.
 func (c *client) recv(ctx context.Context, route string, wait time.Duration) (message, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+pollSlack)
 	defer cancel()
-	u := c.base + "/recv?me=" + url.QueryEscape(route) + "&timeout_ms=" + strconv.FormatInt(wait.Milliseconds(), 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+wire.RecvTarget(route, wait), nil)
 	if err != nil {
 		return message{}, err
 	}
@@ -134,19 +113,17 @@ func (c *client) recv(ctx context.Context, route string, wait time.Duration) (me
 	if err != nil {
 		return message{}, fmt.Errorf("recv: %v", err)
 	}
-	r, ok := parseBusReply(body)
-	if !ok {
-		if err := json.Unmarshal(body, &r); err != nil {
-			return message{}, fmt.Errorf("recv: %v", err)
-		}
+	a, err := wire.DecodeRecvAnswer(body)
+	if err != nil {
+		return message{}, fmt.Errorf("recv: %v", err)
 	}
-	switch r.Status {
+	switch a.Status {
 	case "message":
-		return message{ack: r.Ack, payload: r.Envelope.Payload}, nil
+		return message{ack: a.Ack, payload: a.Payload}, nil
 	case "timeout":
 		return message{}, errTimeout
 	default:
-		return message{}, fmt.Errorf("recv: status %q", r.Status)
+		return message{}, fmt.Errorf("recv: status %q", a.Status)
 	}
 }
 
@@ -242,75 +219,3 @@ func drain(body io.ReadCloser) {
 // maxReply bounds the /recv reply the client reads: the bus's largest
 // body, its envelope and the ack key fit well inside.
 const maxReply = 4 << 20
-
-// parseBusReply reads a /recv reply in the exact form interlink-bus writes,
-//
-//	{"ack":"KEY","envelope":{"payload":PAYLOAD,"ts":N},"status":"message"}
-//
-// or {"status":"timeout"}, without reflection, so that decoding costs the
-// load generator little of the CPU it shares with an in-process bus. The
-// ack key may hold only printable ASCII and \u0000 escapes. It reports false
-// for any other form, which json.Unmarshal then reads.
-func parseBusReply(b []byte) (recvReply, bool) {
-	var r recvReply
-	if string(b) == `{"status":"timeout"}` {
-		r.Status = "timeout"
-		return r, true
-	}
-	const (
-		head = `{"ack":"`
-		mid  = `","envelope":{"payload":`
-		tail = `,"status":"message"}`
-	)
-	if !bytes.HasPrefix(b, []byte(head)) || !bytes.HasSuffix(b, []byte(tail)) {
-		return r, false
-	}
-	rest := b[len(head) : len(b)-len(tail)]
-	end := bytes.Index(rest, []byte(mid))
-	if end < 0 {
-		return r, false
-	}
-	key := make([]byte, 0, end)
-	for i := 0; i < end; i++ {
-		switch c := rest[i]; {
-		case c == '\\' && bytes.HasPrefix(rest[i:end], []byte(`\u0000`)):
-			key = append(key, 0)
-			i += len(`\u0000`) - 1
-		case c == '\\' || c == '"' || c < 0x20 || c >= 0x80:
-			return r, false
-		default:
-			key = append(key, c)
-		}
-	}
-	env := rest[end+len(mid):] // PAYLOAD,"ts":N}
-	ts := bytes.LastIndex(env, []byte(`,"ts":`))
-	if ts < 0 || len(env) == 0 || env[len(env)-1] != '}' {
-		return r, false
-	}
-	for _, c := range env[ts+len(`,"ts":`) : len(env)-1] {
-		if c < '0' || c > '9' {
-			return r, false
-		}
-	}
-	r.Status, r.Ack, r.Envelope.Payload = "message", string(key), env[:ts]
-	return r, true
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(dst []byte, s string) []byte {
-	plain := true
-	for i := 0; i < len(s) && plain; i++ {
-		plain = s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\'
-	}
-	if plain {
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		// A Go string always encodes.
-		panic(err)
-	}
-	return append(dst, b...)
-}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // floor measures what the machine's loopback HTTP costs without a bus: a
@@ -28,9 +30,13 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	defer func() { err = cmp.Or(err, stop()) }()
 	c := newClient(base, r.cfg.KeepAlive, workers)
 	defer c.close()
-	sendBody := []byte(`{"to":"` + r.route("floor", 0) + `","payload":` + string(makePayload("f", 0, r.cfg.Size)) + `}`)
-	ackBody := []byte(`{"me":"` + r.route("floor", 0) + `","ack":"` + r.route("floor", 0) + `\u000000000000000000000001"}`)
-	query := "/recv?me=" + r.route("floor", 0) + "&timeout_ms=1000"
+	route := r.route("floor", 0)
+	sendBody, err := wire.SendBody(route, makePayload("f", 0, r.cfg.Size))
+	if err != nil {
+		return Result{Name: "floor"}, err
+	}
+	ackBody := wire.AppendAck(nil, route, route+"\x00"+"00000000000000000001") // the first key of a queue
+	query := wire.RecvTarget(route, time.Second)
 
 	t := r.tally("floor")
 	dials := c.dials.Load()
