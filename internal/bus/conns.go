@@ -2,6 +2,7 @@ package bus
 
 import (
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -74,9 +75,8 @@ const httpHeaderSlack = 4096
 
 // NewHTTPServer returns an HTTP server that serves h by the bus's
 // connection rules, with the timeouts of opts (those [New] was given for
-// the bus that h serves). Its errors go to opts' logger as warnings.
-// Register the bus's [Server.Shutdown] with it, and serve it on a
-// listener from [Listen].
+// the bus that h serves). Its errors go to [Options.ErrorLog]. It is a
+// part of [Serve], which puts the whole of serving together; use that.
 func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	request := opts.requestTimeout()
 	return &http.Server{
@@ -86,7 +86,7 @@ func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 		WriteTimeout:      request + AnswerTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes - httpHeaderSlack,
-		ErrorLog:          slog.NewLogLogger(opts.logger().Handler(), slog.LevelWarn),
+		ErrorLog:          opts.errorLog(),
 	}
 }
 
@@ -186,6 +186,14 @@ func (o *Options) requestTimeout() time.Duration {
 		return DefaultRequestTimeout
 	}
 	return o.RequestTimeout
+}
+
+// errorLog is [Options.ErrorLog], or the logger's warnings.
+func (o *Options) errorLog() *log.Logger {
+	if o != nil && o.ErrorLog != nil {
+		return o.ErrorLog
+	}
+	return slog.NewLogLogger(o.logger().Handler(), slog.LevelWarn)
 }
 
 // logger is [Options.Logger], or one that discards.

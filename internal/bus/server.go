@@ -2,6 +2,7 @@ package bus
 
 import (
 	"errors"
+	"log"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -71,6 +72,10 @@ type Options struct {
 	// RosterLog, if set, keeps the roster in a log shared with other
 	// buses instead of in this bus alone; see [RosterLog].
 	RosterLog RosterLog
+	// ErrorLog, if set, receives the HTTP server's own errors (a failed
+	// accept, a broken connection). Nil sends them to Logger as
+	// warnings. [NewHTTPServer] uses it.
+	ErrorLog *log.Logger
 }
 
 // Server is the bus's HTTP handler. Create it with [New]; it is safe for
