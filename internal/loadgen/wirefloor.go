@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
@@ -28,8 +29,8 @@ func (r *run) wireFloor(ctx context.Context) (res Result, err error) {
 		return Result{Name: wireFloorName}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
-	c := newClient(base, r.cfg.KeepAlive, r.cfg.Senders)
-	defer c.close()
+	c := busclient.New(base, r.cfg.KeepAlive, r.cfg.Senders)
+	defer c.Close()
 	res, _, err = r.cycles(ctx, c, wireFloorName, "wf")
 	return res, err
 }

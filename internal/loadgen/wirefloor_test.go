@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // The stub answers the load generator's cycle as the bus does: 202 on
@@ -16,11 +19,11 @@ func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
 	srv := httptest.NewServer(wireStub(func() time.Time { return at }))
 	defer srv.Close()
-	c := newClient(srv.URL, true, 1)
-	defer c.close()
+	c := busclient.New(srv.URL, true, 1)
+	defer c.Close()
 	ctx := t.Context()
 
-	if err := c.send(ctx, "bench-r-wf-0", []byte(`{"id":"x","n":[1,2]}`)); err != nil {
+	if err := c.Send(ctx, "bench-r-wf-0", []byte(`{"id":"x","n":[1,2]}`)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get(srv.URL + "/recv?me=bench-r-wf-0&timeout_ms=1000")
@@ -32,15 +35,15 @@ func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 	if body != want || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("recv: %d %q %s, want 200 application/json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
 	}
-	m, err := c.recv(ctx, "bench-r-wf-0", time.Second)
+	m, err := c.Recv(ctx, "bench-r-wf-0", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ack(ctx, "bench-r-wf-0", m.ack); err != nil {
+	if err := c.Ack(ctx, "bench-r-wf-0", m.Ack); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.recv(ctx, "bench-r-wf-0", time.Second); err != errTimeout {
-		t.Errorf("recv after the ack: %v, want %v", err, errTimeout)
+	if _, err := c.Recv(ctx, "bench-r-wf-0", time.Second); err != busclient.ErrTimeout {
+		t.Errorf("recv after the ack: %v, want %v", err, busclient.ErrTimeout)
 	}
 }
 
@@ -96,7 +99,7 @@ func TestWireStubRefusesWhatTheBusRefuses(t *testing.T) {
 // floor beside the loopback floor only.
 func TestReportSetsMeasurementsBesideTheirFloors(t *testing.T) {
 	result := func(name string, ops int64) Result {
-		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: Summary{Count: ops, P50: time.Millisecond}}
+		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: latency.Summary{Count: ops, P50: time.Millisecond}}
 	}
 	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []Result{
 		result("roundtrip", 600), result("floor", 1000), result("wirefloor", 800), result("boltfloor", 300),

@@ -1,4 +1,7 @@
-package loadgen
+// Package busclient is the load generator's client of a bus's HTTP API:
+// requests built and answers read by package wire, on a transport set up
+// as the agents set up theirs, counting the connections it opens.
+package busclient
 
 import (
 	"bytes"
@@ -17,32 +20,32 @@ import (
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// requestTimeout bounds every request that is not a long-poll.
-const requestTimeout = 10 * time.Second
+// RequestTimeout bounds every request that is not a long-poll.
+const RequestTimeout = 10 * time.Second
 
 // pollSlack is how much longer than its timeout_ms a long-poll may take
 // before the client gives up on it.
 const pollSlack = 5 * time.Second
 
-// errTimeout reports a /recv that found no message before its deadline.
-var errTimeout = errors.New("recv: no message before the deadline")
+// ErrTimeout reports a /recv that found no message before its deadline.
+var ErrTimeout = errors.New("recv: no message before the deadline")
 
-// client speaks the bus's HTTP API. Its transport is configured as the real
+// Client speaks the bus's HTTP API. Its transport is configured as the real
 // agents configure theirs: without keep-alive, every request opens and
 // closes its own TCP connection.
-type client struct {
+type Client struct {
 	base string // the bus URL without a trailing slash
 	hc   *http.Client
 	tr   *http.Transport
 
-	dials atomic.Int64 // TCP connections opened so far
+	dials atomic.Int64 // TCP connections opened so far; see Dials
 }
 
-// newClient returns a client for the bus at base. With keepAlive false every
+// New returns a client for the bus at base. With keepAlive false every
 // request uses a new connection; with it true up to conns idle connections
 // are kept for reuse.
-func newClient(base string, keepAlive bool, conns int) *client {
-	c := &client{base: trimSlash(base)}
+func New(base string, keepAlive bool, conns int) *Client {
+	c := &Client{base: TrimSlash(base)}
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	c.tr = &http.Transport{
 		// Never through a proxy from the environment: the load goes to
@@ -65,71 +68,71 @@ func newClient(base string, keepAlive bool, conns int) *client {
 	return c
 }
 
-// close drops the client's idle connections.
-func (c *client) close() { c.tr.CloseIdleConnections() }
+// Close drops the client's idle connections.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
-func trimSlash(s string) string {
+func TrimSlash(s string) string {
 	for len(s) > 0 && s[len(s)-1] == '/' {
 		s = s[:len(s)-1]
 	}
 	return s
 }
 
-// send posts payload, a compact JSON value, to route and expects 202.
-func (c *client) send(ctx context.Context, route string, payload []byte) error {
+// Send posts payload, a compact JSON value, to route and expects 202.
+func (c *Client) Send(ctx context.Context, route string, payload []byte) error {
 	body := wire.AppendSend(make([]byte, 0, wire.SendBodyLen(route, len(payload))), route, payload)
-	return c.post(ctx, "/send", body, http.StatusAccepted)
+	return c.Post(ctx, "/send", body, http.StatusAccepted)
 }
 
-// ack acknowledges the message with ack key key on route and expects 200.
-func (c *client) ack(ctx context.Context, route, key string) error {
-	return c.post(ctx, "/ack", wire.AppendAck(nil, route, key), http.StatusOK)
+// Ack acknowledges the message with ack key key on route and expects 200.
+func (c *Client) Ack(ctx context.Context, route, key string) error {
+	return c.Post(ctx, "/ack", wire.AppendAck(nil, route, key), http.StatusOK)
 }
 
-// message is one message as /recv returns it.
-type message struct {
-	ack     string
-	payload []byte // the payload's JSON text
+// Message is one message as /recv returns it.
+type Message struct {
+	Ack     string
+	Payload []byte // the payload's JSON text
 }
 
-// recv long-polls route for up to wait and returns the head message, or
-// [errTimeout] when there was none.
-func (c *client) recv(ctx context.Context, route string, wait time.Duration) (message, error) {
+// Recv long-polls route for up to wait and returns the head message, or
+// [ErrTimeout] when there was none.
+func (c *Client) Recv(ctx context.Context, route string, wait time.Duration) (Message, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait+pollSlack)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+wire.RecvTarget(route, wait), nil)
 	if err != nil {
-		return message{}, err
+		return Message{}, err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return message{}, err
+		return Message{}, err
 	}
-	defer drain(resp.Body)
+	defer Drain(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return message{}, fmt.Errorf("recv: status %d", resp.StatusCode)
+		return Message{}, fmt.Errorf("recv: status %d", resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReply))
 	if err != nil {
-		return message{}, fmt.Errorf("recv: %v", err)
+		return Message{}, fmt.Errorf("recv: %v", err)
 	}
 	a, err := wire.DecodeRecvAnswer(body)
 	if err != nil {
-		return message{}, fmt.Errorf("recv: %v", err)
+		return Message{}, fmt.Errorf("recv: %v", err)
 	}
 	switch a.Status {
 	case "message":
-		return message{ack: a.Ack, payload: a.Payload}, nil
+		return Message{Ack: a.Ack, Payload: a.Payload}, nil
 	case "timeout":
-		return message{}, errTimeout
+		return Message{}, ErrTimeout
 	default:
-		return message{}, fmt.Errorf("recv: status %q", a.Status)
+		return Message{}, fmt.Errorf("recv: status %q", a.Status)
 	}
 }
 
-// post sends body as JSON to path and requires status want.
-func (c *client) post(ctx context.Context, path string, body []byte, want int) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+// Post sends body as JSON to path and requires status want.
+func (c *Client) Post(ctx context.Context, path string, body []byte, want int) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
 	if err != nil {
@@ -140,26 +143,26 @@ func (c *client) post(ctx context.Context, path string, body []byte, want int) e
 	if err != nil {
 		return err
 	}
-	drain(resp.Body)
+	Drain(resp.Body)
 	if resp.StatusCode != want {
-		return &statusError{path: path, code: resp.StatusCode}
+		return &StatusError{Path: path, Code: resp.StatusCode}
 	}
 	return nil
 }
 
-// statusError is a reply with another status than the one expected.
-type statusError struct {
-	path string
-	code int
+// StatusError is a reply with another status than the one expected.
+type StatusError struct {
+	Path string
+	Code int
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("%s: status %d", e.path, e.code) }
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: status %d", e.Path, e.Code) }
 
-// metrics reads the bus's /metrics and returns the samples without labels
+// Metrics reads the bus's /metrics and returns the samples without labels
 // among names, by name. A bus that serves no metrics (the original) gives
 // none and no error.
-func (c *client) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+func (c *Client) Metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
 	if err != nil {
@@ -169,7 +172,7 @@ func (c *client) metrics(ctx context.Context, names ...string) (map[string]float
 	if err != nil {
 		return nil, err
 	}
-	defer drain(resp.Body)
+	defer Drain(resp.Body)
 	out := make(map[string]float64)
 	if resp.StatusCode != http.StatusOK {
 		return out, nil
@@ -190,9 +193,9 @@ func (c *client) metrics(ctx context.Context, names ...string) (map[string]float
 	return out, nil
 }
 
-// get fetches path and requires 200.
-func (c *client) get(ctx context.Context, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+// Get fetches path and requires 200.
+func (c *Client) Get(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
@@ -202,16 +205,16 @@ func (c *client) get(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	drain(resp.Body)
+	Drain(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: status %d", path, resp.StatusCode)
 	}
 	return nil
 }
 
-// drain reads the rest of a response body and closes it, which lets a
+// Drain reads the rest of a response body and closes it, which lets a
 // keep-alive connection be reused.
-func drain(body io.ReadCloser) {
+func Drain(body io.ReadCloser) {
 	io.Copy(io.Discard, io.LimitReader(body, 4<<20))
 	body.Close()
 }
@@ -219,3 +222,6 @@ func drain(body io.ReadCloser) {
 // maxReply bounds the /recv reply the client reads: the bus's largest
 // body, its envelope and the ack key fit well inside.
 const maxReply = 4 << 20
+
+// Dials returns how many TCP connections the client has opened.
+func (c *Client) Dials() int64 { return c.dials.Load() }
