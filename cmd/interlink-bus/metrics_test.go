@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/screen"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -72,7 +72,7 @@ func metricValue(t *testing.T, base, name string) string {
 }
 
 func TestMetricsCountConnectionsThatNeverSendTheirHeaders(t *testing.T) {
-	if !bus.Screening {
+	if !screen.Enabled {
 		t.Skip("connections are not screened on this system")
 	}
 	p := startBus(t, busEnv(), "--addr", "127.0.0.1:0")

@@ -16,6 +16,7 @@ import (
 	"github.com/interlink-go/interlink/internal/rosterlog"
 	"github.com/interlink-go/interlink/internal/store"
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // natsConfig is the validated NATS part of the command line; url is empty
@@ -137,7 +138,7 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 		MaxRecords: 2 * bus.RosterCap,
 		// The roster key and the announcement, both within the
 		// announcement's bound, and the receipt time.
-		MaxValue: 2*bus.MaxAnnounceBytes + 32,
+		MaxValue: 2*wire.MaxAnnounceBytes + 32,
 	})
 	if err != nil {
 		st.Close()
@@ -145,7 +146,7 @@ func (c *cli) openNATS(cfg natsConfig, opts *store.Options, log *slog.Logger) (s
 	}
 	log.Info("queues and roster in NATS JetStream", "nats", st.Server(), "stream", cfg.stream,
 		"replicas", cfg.replicas, "roster", rl.Bucket())
-	if limit := bus.BodyLimit(st.MaxValue()); limit < bus.MaxBodyBytes {
+	if limit := bus.BodyLimit(st.MaxValue()); limit < wire.MaxBodyBytes {
 		log.Warn("the NATS server's max_payload limits message bodies; a larger /send gets 413",
 			"max_body", limit, "max_payload", st.MaxPayload(),
 			"hint", fmt.Sprintf("set max_payload to %d or more (such as 4MB) for bodies of up to 2 MiB", natsstore.MinPayload(bus.MaxEnvelopeBytes)))

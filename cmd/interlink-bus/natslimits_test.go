@@ -21,6 +21,7 @@ import (
 	"github.com/interlink-go/interlink/internal/store"
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 	"github.com/interlink-go/interlink/internal/store/natstest"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // postBody posts body to /send as it is and returns the status, the
@@ -33,7 +34,7 @@ func postBody(t testing.TB, base, body string) (int, string, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get(bus.MaxBodyHeader), string(b)
+	return resp.StatusCode, resp.Header.Get(wire.MaxBodyHeader), string(b)
 }
 
 // bodyOf returns a /send body of exactly n bytes to route.
@@ -67,7 +68,7 @@ func TestBusServesOnAStockNATSServer(t *testing.T) {
 
 	code, header, answer := postBody(t, p.base, bodyOf(t, "K#stock", limit))
 	if code != http.StatusAccepted || header != want {
-		t.Fatalf("send of %d bytes: %d %q, %s %q", limit, code, answer, bus.MaxBodyHeader, header)
+		t.Fatalf("send of %d bytes: %d %q, %s %q", limit, code, answer, wire.MaxBodyHeader, header)
 	}
 	got := recv(t, p.base, "K#stock")
 	if got.Status != "message" || len(got.Envelope.Payload) != int(limit)-len(`{"to":"K#stock","payload":}`) {
@@ -96,8 +97,8 @@ func TestBusServesOnAStockNATSServer(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(b) != `{"status":"ok"}` || resp.Header.Get(bus.MaxBodyHeader) != want {
-		t.Errorf("/healthz: %d %s, %s %q", resp.StatusCode, b, bus.MaxBodyHeader, resp.Header.Get(bus.MaxBodyHeader))
+	if resp.StatusCode != http.StatusOK || string(b) != `{"status":"ok"}` || resp.Header.Get(wire.MaxBodyHeader) != want {
+		t.Errorf("/healthz: %d %s, %s %q", resp.StatusCode, b, wire.MaxBodyHeader, resp.Header.Get(wire.MaxBodyHeader))
 	}
 }
 

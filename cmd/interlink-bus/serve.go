@@ -10,12 +10,10 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
@@ -104,19 +102,8 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	}
 	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes, "max_body", srv.MaxBody())...)
 
-	hs := bus.NewHTTPServer(metrics.Handler(srv), opts)
 	metrics.Conns(conns)
-	// Shutdown closes the listener, and with it the connections still
-	// screened for their first headers, and then waits for active
-	// requests; the bus ends its parked long-polls so that the wait is
-	// short. Connections that have not sent a request yet would otherwise
-	// count as active for five seconds.
-	var fresh freshConns
-	hs.ConnState = fresh.track
-	hs.RegisterOnShutdown(srv.Shutdown)
-	hs.RegisterOnShutdown(fresh.closeAll)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.Listen(ln, opts)) }()
+	serving := bus.Serve(ln, metrics.Handler(srv), opts, srv)
 
 	// A database found damaged while serving stops the bus: every send and
 	// poll would fail from then on, and the file needs its operator.
@@ -126,18 +113,15 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		damaged = failer.Failed()
 	}
 	select {
-	case err := <-served:
-		// Serve returns only after Shutdown, or on a listener failure.
-		srv.Shutdown()
-		hs.Close()
+	case <-serving.Done():
+		// Serving stops on its own only on a listener failure.
+		serving.Close()
 		st.Close()
-		return c.fail(exitError, fmt.Sprintf("serving: %v", err))
+		return c.fail(exitError, fmt.Sprintf("serving: %v", serving.Err()))
 	case <-damaged:
 		// The store is not closed: it no longer touches the file, and
 		// the lock goes with the process.
-		srv.Shutdown()
-		hs.Close()
-		<-served
+		serving.Close()
 		return c.fail(exitError, damagedLine(failer.Err(), true))
 	case <-ctx.Done():
 	}
@@ -145,11 +129,9 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
+	if err := serving.Shutdown(sctx); err != nil {
 		log.Warn("requests still running at the shutdown deadline; closing their connections", "err", err)
-		hs.Close()
 	}
-	<-served
 	if err := st.Close(); err != nil {
 		return c.fail(exitError, fmt.Sprintf("closing the queue store: %v", err))
 	}
@@ -301,42 +283,6 @@ func parseAckDelay(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration from 0s to %v, such as 100ms", maxAckDelay)
 	}
 	return d, nil
-}
-
-// freshConns tracks the server's connections that have not started a
-// request. [http.Server.Shutdown] closes idle connections at once but
-// waits up to five seconds for new ones (a client may be about to use
-// them), which would hold up every shutdown where a client had opened a
-// spare connection; the bus is stopping, so such a client can retry.
-// Where the bus screens new connections ([bus.ScreenHeaders]) the screen
-// holds them until a request has arrived, so the server sees a new one
-// only for a moment; on Windows it sees every one.
-type freshConns struct {
-	mu    sync.Mutex // guards conns
-	conns map[net.Conn]struct{}
-}
-
-// track is an [http.Server.ConnState] hook.
-func (f *freshConns) track(c net.Conn, state http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if state == http.StateNew {
-		if f.conns == nil {
-			f.conns = make(map[net.Conn]struct{})
-		}
-		f.conns[c] = struct{}{}
-		return
-	}
-	delete(f.conns, c)
-}
-
-// closeAll closes every connection that has not started a request.
-func (f *freshConns) closeAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for c := range f.conns {
-		c.Close()
-	}
 }
 
 // damagedLine is the one line that reports a damaged database file: which

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // ack serves POST /ack: delete one message by the key /recv handed out.
@@ -14,19 +15,19 @@ import (
 // acking another route's message by mistake; it is no protection against
 // anyone, since whoever knows a route can poll it for its keys.
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r, MaxBodyBytes)
+	body, err := readBody(w, r, wire.MaxBodyBytes, s.requestTimeout)
 	if err != nil {
 		return err
 	}
-	req, err := decodeAck(body)
+	req, err := wire.DecodeAck(body)
 	if err != nil {
 		return err
 	}
-	if !store.HasRoute(req.key, req.me) {
+	if !store.HasRoute(req.Key, req.Me) {
 		return errForeignAck
 	}
-	if err := s.st.Delete(req.key); err != nil {
-		s.log.Error("ack failed", "route", req.me, "error", err)
+	if err := s.st.Delete(req.Key); err != nil {
+		s.log.Error("ack failed", "route", req.Me, "error", err)
 		return fmt.Errorf("%w: %w", errStorage, err)
 	}
 	s.counters.acked.Add(1)

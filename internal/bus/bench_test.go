@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // benchServer serves a fresh in-memory bus on a loopback listener.
@@ -181,8 +182,8 @@ func BenchmarkRoster(b *testing.B) {
 	})
 }
 
-func mustAnnouncement(b *testing.B, body string) announcement {
-	a, err := decodeAnnouncement([]byte(body))
+func mustAnnouncement(b *testing.B, body string) wire.Announce {
+	a, err := wire.DecodeAnnounce([]byte(body))
 	if err != nil {
 		b.Fatal(err)
 	}

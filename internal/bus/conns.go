@@ -2,6 +2,7 @@ package bus
 
 import (
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/connlimit"
+	"github.com/interlink-go/interlink/internal/screen"
 )
 
 // Connection rules of the bus: how long a request and its answer may take,
@@ -41,7 +43,7 @@ const (
 	// DefaultRequestTimeout is how long a request may take to arrive
 	// whole, headers and body, counted from its first byte (for the first
 	// request of a connection, from when its headers have passed the
-	// screen, [ScreenHeaders]). A client that is not done by then gets
+	// screen, [screen.Listen]). A client that is not done by then gets
 	// 408, or, if the handler did not read the body, the handler's answer,
 	// and its connection is closed.
 	DefaultRequestTimeout = 30 * time.Second
@@ -73,9 +75,8 @@ const httpHeaderSlack = 4096
 
 // NewHTTPServer returns an HTTP server that serves h by the bus's
 // connection rules, with the timeouts of opts (those [New] was given for
-// the bus that h serves). Its errors go to opts' logger as warnings.
-// Register the bus's [Server.Shutdown] with it, and serve it on a
-// listener from [Listen].
+// the bus that h serves). Its errors go to [Options.ErrorLog]. It is a
+// part of [Serve], which puts the whole of serving together; use that.
 func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 	request := opts.requestTimeout()
 	return &http.Server{
@@ -85,12 +86,9 @@ func NewHTTPServer(h http.Handler, opts *Options) *http.Server {
 		WriteTimeout:      request + AnswerTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes - httpHeaderSlack,
-		ErrorLog:          slog.NewLogLogger(opts.logger().Handler(), slog.LevelWarn),
+		ErrorLog:          opts.errorLog(),
 	}
 }
-
-// tooLargeBody is the body of every 431 answer, the HTTP server's own.
-const tooLargeBody = "431 Request Header Fields Too Large"
 
 // RefuseManyHeaderFields answers 431 to a request with more than
 // [MaxHeaderFields] header lines, and closes its connection, so that what
@@ -114,17 +112,18 @@ func RefuseManyHeaderFields(w http.ResponseWriter, r *http.Request) bool {
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(tooLargeBody)))
+	hd.Set("Content-Length", strconv.Itoa(len(screen.TooLargeBody)))
 	hd.Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
-	_, _ = io.WriteString(w, tooLargeBody)
+	_, _ = io.WriteString(w, screen.TooLargeBody)
 	return true
 }
 
 // Listen wraps ln as the bus takes connections: at most [Options.MaxConns]
 // open at once, shared fairly among clients when they are all taken
 // (package connlimit), and each new connection screened until its first
-// request's headers are whole ([ScreenHeaders]). The counts go to
+// request's headers are whole, within [MaxHeaderBytes] (package screen).
+// The counts go to
 // [Options.Conns] when it is set.
 func Listen(ln net.Listener, opts *Options) net.Listener {
 	stats := new(ConnStats)
@@ -138,36 +137,37 @@ func Listen(ln net.Listener, opts *Options) net.Listener {
 	if capacity <= 0 {
 		_, capacity, _ = connlimit.FileCapacity()
 	}
-	return ScreenHeaders(connlimit.Listen(ln, capacity, &stats.limit), opts.headerTimeout(), &stats.screen)
+	return screen.Listen(connlimit.Listen(ln, capacity, &stats.limit), opts.headerTimeout(), MaxHeaderBytes, &stats.screen)
 }
 
 // ConnStats counts what a listener from [Listen] does with connections.
 // The zero value is ready to use; it is safe for concurrent use.
 type ConnStats struct {
-	screen ScreenStats
+	screen screen.Stats
 	limit  connlimit.Stats
 }
 
 // Screen returns the counts of the header screen.
-func (st *ConnStats) Screen() *ScreenStats { return &st.screen }
+func (st *ConnStats) Screen() *screen.Stats { return &st.screen }
 
 // Limit returns the counts of the connection limit: how many connections
 // are open, the most that may be, and how many were shed or refused.
 func (st *ConnStats) Limit() *connlimit.Stats { return &st.limit }
 
-// allowWait moves the deadlines of the request w answers back by wait,
+// allowWait moves the deadlines of the request w answers back by wait
+// (and the request's own timeout),
 // for a handler that legitimately holds its answer that long (a
 // long-poll). Without it the server would end the request when its read
 // deadline passes: Go's HTTP server, which reads ahead to notice a client
 // that hangs up, takes the deadline for one and cancels the request.
-func (s *Server) allowWait(w http.ResponseWriter, wait time.Duration) {
+func allowWait(w http.ResponseWriter, wait, requestTimeout time.Duration) {
 	if wait <= 0 {
 		return
 	}
 	// A writer that is not a connection (a test recorder) has no
 	// deadlines to move.
 	rc := http.NewResponseController(w)
-	end := time.Now().Add(wait + s.requestTimeout)
+	end := time.Now().Add(wait + requestTimeout)
 	_ = rc.SetReadDeadline(end)
 	_ = rc.SetWriteDeadline(end.Add(AnswerTimeout))
 }
@@ -186,6 +186,14 @@ func (o *Options) requestTimeout() time.Duration {
 		return DefaultRequestTimeout
 	}
 	return o.RequestTimeout
+}
+
+// errorLog is [Options.ErrorLog], or the logger's warnings.
+func (o *Options) errorLog() *log.Logger {
+	if o != nil && o.ErrorLog != nil {
+		return o.ErrorLog
+	}
+	return slog.NewLogLogger(o.logger().Handler(), slog.LevelWarn)
 }
 
 // logger is [Options.Logger], or one that discards.

@@ -276,3 +276,10 @@ func TestRequestsWithTooManyHeaderLinesRefused(t *testing.T) {
 		})
 	}
 }
+
+// headersOf returns a request whose headers, the empty line included, are
+// n bytes long.
+func headersOf(n int) string {
+	head := "GET / HTTP/1.1\r\nHost: bus\r\nX-Pad: "
+	return head + strings.Repeat("a", n-len(head)-len("\r\n\r\n")) + "\r\n\r\n"
+}

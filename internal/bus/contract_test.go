@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 func TestSendThenRecvReturnsTheEnvelope(t *testing.T) {
@@ -173,13 +175,13 @@ func TestDecodeRecvQuery(t *testing.T) {
 		{"me=", "", DefaultRecvTimeout},
 	}
 	for _, tc := range cases {
-		q, err := decodeRecvQuery(tc.query, MaxRecvTimeout)
+		q, err := wire.DecodeRecvQuery(tc.query, MaxRecvTimeout)
 		if err != nil {
 			t.Errorf("%s: %v", tc.query, err)
 			continue
 		}
-		if q.me != tc.me || q.wait != tc.wait {
-			t.Errorf("%s: me %q wait %v, want %q %v", tc.query, q.me, q.wait, tc.me, tc.wait)
+		if q.Me != tc.me || q.Wait != tc.wait {
+			t.Errorf("%s: me %q wait %v, want %q %v", tc.query, q.Me, q.Wait, tc.me, tc.wait)
 		}
 	}
 }
@@ -210,7 +212,7 @@ func TestMalformedJSONIsRefused(t *testing.T) {
 		"reversed surrogates": `{"to":"a","payload":"\udc00\ud800","pubkey":"k","me":"a","ack":"a"}`,
 		"number out of range": `{"to":"a","pubkey":"k","me":"a","ack":"a","payload":[1e309]}`,
 		"long number":         `{"to":"a","pubkey":"k","me":"a","ack":"a","payload":-1` + strings.Repeat("0", 400) + `}`,
-		"too deep":            `{"to":"a","pubkey":"k","payload":` + strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth) + `}`,
+		"too deep":            `{"to":"a","pubkey":"k","payload":` + strings.Repeat("[", wire.MaxDepth) + strings.Repeat("]", wire.MaxDepth) + `}`,
 	}
 	for _, route := range postRoutes {
 		for name, body := range bodies {
@@ -235,7 +237,7 @@ func TestStrictJSONAccepts(t *testing.T) {
 		`"\\ud800"`,
 		`"\"\\\u0041"`,
 		`"emoji 😀 and \u00e9"`,
-		strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1),
+		strings.Repeat("[", wire.MaxDepth-1) + strings.Repeat("]", wire.MaxDepth-1),
 		" \t\r\n1 ",
 		`[1e308,-1.5E-400,18446744073709551616,123456789012345678901234567890,0.000000000000000000001]`,
 	}
@@ -343,14 +345,14 @@ func TestBodiesOverTheLimitAreRefused(t *testing.T) {
 		name, path, prefix, suffix string
 		n, want                    int
 	}{
-		{"send at limit", "/send", `{"to":"big","payload":"`, `"}`, MaxBodyBytes, http.StatusAccepted},
-		{"send over limit", "/send", `{"to":"big","payload":"`, `"}`, MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
-		{"ack at limit", "/ack", `{"me":"a","ack":"b","pad":"`, `"}`, MaxBodyBytes, http.StatusForbidden},
-		{"ack over limit", "/ack", `{"me":"a","ack":"b","pad":"`, `"}`, MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
-		{"unregister at limit", "/unregister", `{"pubkey":"k","pad":"`, `"}`, MaxBodyBytes, http.StatusAccepted},
-		{"unregister over limit", "/unregister", `{"pubkey":"k","pad":"`, `"}`, MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
-		{"announce at limit", "/announce", `{"pubkey":"k","pad":"`, `"}`, MaxAnnounceBytes, http.StatusAccepted},
-		{"announce over limit", "/announce", `{"pubkey":"k","pad":"`, `"}`, MaxAnnounceBytes + 1, http.StatusRequestEntityTooLarge},
+		{"send at limit", "/send", `{"to":"big","payload":"`, `"}`, wire.MaxBodyBytes, http.StatusAccepted},
+		{"send over limit", "/send", `{"to":"big","payload":"`, `"}`, wire.MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
+		{"ack at limit", "/ack", `{"me":"a","ack":"b","pad":"`, `"}`, wire.MaxBodyBytes, http.StatusForbidden},
+		{"ack over limit", "/ack", `{"me":"a","ack":"b","pad":"`, `"}`, wire.MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
+		{"unregister at limit", "/unregister", `{"pubkey":"k","pad":"`, `"}`, wire.MaxBodyBytes, http.StatusAccepted},
+		{"unregister over limit", "/unregister", `{"pubkey":"k","pad":"`, `"}`, wire.MaxBodyBytes + 1, http.StatusRequestEntityTooLarge},
+		{"announce at limit", "/announce", `{"pubkey":"k","pad":"`, `"}`, wire.MaxAnnounceBytes, http.StatusAccepted},
+		{"announce over limit", "/announce", `{"pubkey":"k","pad":"`, `"}`, wire.MaxAnnounceBytes + 1, http.StatusRequestEntityTooLarge},
 		{"send 3 MiB", "/send", `{"to":"big","payload":"`, `"}`, 3 << 20, http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range cases {
@@ -383,7 +385,7 @@ func TestBodiesOverTheLimitAreRefused(t *testing.T) {
 		t.Errorf("depth of big = %d, want 2", n)
 	}
 	r := h.poll("big", 0)
-	if want := MaxBodyBytes - len(`{"to":"big","payload":}`); len(r.Envelope.Payload) != want {
+	if want := wire.MaxBodyBytes - len(`{"to":"big","payload":}`); len(r.Envelope.Payload) != want {
 		t.Errorf("payload is %d bytes, want %d", len(r.Envelope.Payload), want)
 	}
 }

@@ -33,8 +33,10 @@
 // [MaxHeaderFields] lines get 431. A send that would take the queues past
 // the store's total byte bound gets 507 with Retry-After, and a message
 // larger than a route may hold gets 413 (see [Server.refuse]). Serve a
-// [Server] with [NewHTTPServer] on a listener from [Listen], which apply
-// these connection rules.
+// [Server] with [Serve], which applies these connection rules: the HTTP
+// server of [NewHTTPServer] on a listener from [Listen], whose header
+// screen is package screen. Request bodies and answers are encoded and
+// decoded by package wire.
 //
 // # Differences from the original broker
 //

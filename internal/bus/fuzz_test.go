@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // The fuzz targets feed arbitrary request bodies and queries through the
@@ -76,7 +77,7 @@ func FuzzSendBody(f *testing.F) {
 			To      string
 			Payload json.RawMessage
 		}
-		var o object
+		var o map[string]json.RawMessage
 		if err := json.Unmarshal(body, &o); err != nil {
 			t.Fatalf("accepted body does not decode: %v", err)
 		}
@@ -116,7 +117,7 @@ func FuzzAckBody(f *testing.F) {
 		rec := serveBody(srv, "/ack", body)
 		checkStatus(t, rec, http.StatusOK, http.StatusBadRequest, http.StatusForbidden,
 			http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity)
-		var o object
+		var o map[string]json.RawMessage
 		var key string
 		n, _ := st.Depth("K#s")
 		if rec.Code == http.StatusOK && json.Unmarshal(body, &o) == nil &&
@@ -136,8 +137,8 @@ func FuzzAnnounceBody(f *testing.F) {
 		srv, _ := fuzzServer()
 		rec := serveBody(srv, "/announce", body)
 		checkStatus(t, rec, http.StatusAccepted, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
-		if (rec.Code == http.StatusRequestEntityTooLarge) != (len(body) > MaxAnnounceBytes) {
-			t.Fatalf("a body of %d bytes got %d; the limit is %d", len(body), rec.Code, MaxAnnounceBytes)
+		if (rec.Code == http.StatusRequestEntityTooLarge) != (len(body) > wire.MaxAnnounceBytes) {
+			t.Fatalf("a body of %d bytes got %d; the limit is %d", len(body), rec.Code, wire.MaxAnnounceBytes)
 		}
 		if rec.Code != http.StatusAccepted {
 			return

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 func TestHealthzNamesTheVersionInAHeaderOnly(t *testing.T) {
@@ -16,7 +17,7 @@ func TestHealthzNamesTheVersionInAHeaderOnly(t *testing.T) {
 		if rec.Code != http.StatusOK || rec.Body.String() != `{"status":"ok"}` {
 			t.Errorf("version %q: %d %s", version, rec.Code, rec.Body)
 		}
-		if got := rec.Header().Get(VersionHeader); got != version {
+		if got := rec.Header().Get(wire.VersionHeader); got != version {
 			t.Errorf("version %q: header %q", version, got)
 		}
 	}

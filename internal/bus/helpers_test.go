@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/bolt"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -262,9 +263,15 @@ func decodeReply(tb testing.TB, body []byte) recvReply {
 	return r
 }
 
+// errorBody is the JSON shape of every error answer.
+type errorBody struct {
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error"`
+}
+
 // jstr returns s as a JSON string.
 func jstr(s string) string {
-	b, err := marshal(s)
+	b, err := identity.Marshal(s)
 	if err != nil {
 		panic(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // limitedStore is a store that takes values up to a limit that a test may
@@ -77,7 +78,7 @@ func wantTooLarge(tb testing.TB, rec *httptest.ResponseRecorder, limit int64) {
 func TestSendBodyLimitFollowsTheStore(t *testing.T) {
 	st := newLimitedStore(64 << 10)
 	h := newHarness(t, st, 0)
-	limit := int64(64<<10) - envelopeExtra
+	limit := int64(64<<10) - wire.EnvelopeOverhead
 	if got := h.srv.MaxBody(); got != limit {
 		t.Fatalf("MaxBody() = %d, want %d", got, limit)
 	}
@@ -104,8 +105,8 @@ func TestSendBodyLimitFollowsTheStore(t *testing.T) {
 			method = http.MethodPost
 		}
 		rec := h.do(method, target, "{}")
-		if got := rec.Header().Get(MaxBodyHeader); got != strconv.FormatInt(limit, 10) {
-			t.Errorf("%s %s answers %s %q, want %d", method, target, MaxBodyHeader, got, limit)
+		if got := rec.Header().Get(wire.MaxBodyHeader); got != strconv.FormatInt(limit, 10) {
+			t.Errorf("%s %s answers %s %q, want %d", method, target, wire.MaxBodyHeader, got, limit)
 		}
 	}
 	if rec := h.do(http.MethodGet, "/healthz", ""); rec.Body.String() != `{"status":"ok"}` {
@@ -114,17 +115,17 @@ func TestSendBodyLimitFollowsTheStore(t *testing.T) {
 
 	// The connection moved to a server that takes less.
 	st.limit.Store(40 << 10)
-	lower := int64(40<<10) - envelopeExtra
+	lower := int64(40<<10) - wire.EnvelopeOverhead
 	rec = h.do(http.MethodPost, "/send", body)
 	wantTooLarge(t, rec, lower)
-	if got := rec.Header().Get(MaxBodyHeader); got != strconv.FormatInt(lower, 10) {
+	if got := rec.Header().Get(wire.MaxBodyHeader); got != strconv.FormatInt(lower, 10) {
 		t.Errorf("header after the limit changed: %q, want %d", got, lower)
 	}
 
 	// The limit drops after the check: the store refuses the enqueue.
 	st.enqueueLimit.Store(1 << 10)
 	rec = h.do(http.MethodPost, "/send", sendBody(t, "K#s", 2<<10))
-	wantTooLarge(t, rec, (1<<10)-envelopeExtra)
+	wantTooLarge(t, rec, (1<<10)-wire.EnvelopeOverhead)
 	if got := h.logs.find("message longer than the store takes"); len(got) != 1 {
 		t.Errorf("logged %d warnings about the refused enqueue, want 1", len(got))
 	}
@@ -135,14 +136,14 @@ func TestSendBodyLimitFollowsTheStore(t *testing.T) {
 func TestSendBodyLimitWithoutAStoreLimit(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind storeKind) {
 		h := newHarness(t, kind.open(t, 0), 0)
-		if got := h.srv.MaxBody(); got != MaxBodyBytes {
-			t.Fatalf("MaxBody() = %d, want %d", got, MaxBodyBytes)
+		if got := h.srv.MaxBody(); got != wire.MaxBodyBytes {
+			t.Fatalf("MaxBody() = %d, want %d", got, wire.MaxBodyBytes)
 		}
 		rec := h.do(http.MethodGet, "/healthz", "")
-		if got := rec.Header().Get(MaxBodyHeader); got != strconv.Itoa(MaxBodyBytes) {
-			t.Fatalf("%s = %q, want %d", MaxBodyHeader, got, MaxBodyBytes)
+		if got := rec.Header().Get(wire.MaxBodyHeader); got != strconv.Itoa(wire.MaxBodyBytes) {
+			t.Fatalf("%s = %q, want %d", wire.MaxBodyHeader, got, wire.MaxBodyBytes)
 		}
-		rec = h.do(http.MethodPost, "/send", sendBody(t, "K#s", MaxBodyBytes+1))
+		rec = h.do(http.MethodPost, "/send", sendBody(t, "K#s", wire.MaxBodyBytes+1))
 		if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "more than 2097152 bytes") {
 			t.Fatalf("send of 2 MiB + 1: %d %s", rec.Code, rec.Body)
 		}
@@ -151,11 +152,11 @@ func TestSendBodyLimitWithoutAStoreLimit(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	for _, c := range []struct{ value, want int64 }{
-		{MaxEnvelopeBytes, MaxBodyBytes},
-		{8 << 20, MaxBodyBytes},
-		{MaxEnvelopeBytes - 1, MaxBodyBytes - 1},
+		{MaxEnvelopeBytes, wire.MaxBodyBytes},
+		{8 << 20, wire.MaxBodyBytes},
+		{MaxEnvelopeBytes - 1, wire.MaxBodyBytes - 1},
 		{MinEnvelopeBytes, MinBodyBytes},
-		{envelopeExtra, 0},
+		{wire.EnvelopeOverhead, 0},
 		{0, 0},
 	} {
 		if got := BodyLimit(c.value); got != c.want {

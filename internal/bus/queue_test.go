@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 func TestQueueIsFirstInFirstOut(t *testing.T) {
@@ -305,7 +306,7 @@ func TestBareKeyRouteIsSeparate(t *testing.T) {
 func TestRoutesWithControlCharactersAreRefused(t *testing.T) {
 	h, _ := newFakeHarness(t, 0)
 	h.send("a", `1`)
-	long := strings.Repeat("k", MaxRouteBytes)
+	long := strings.Repeat("k", wire.MaxRouteBytes)
 	cases := []struct {
 		name  string
 		route string

@@ -8,23 +8,24 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // timeoutBody is the /recv answer when nothing arrived before the deadline.
-var timeoutBody = []byte(`{"status":"timeout"}`)
+var timeoutBody = []byte(wire.TimeoutAnswer)
 
 // recv serves GET /recv: the oldest message of a route, waiting for one if
 // the queue is empty. The message stays queued until it is acked, so every
 // poll returns the same head.
 func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
-	q, err := decodeRecvQuery(r.URL.RawQuery, s.maxWait)
+	q, err := wire.DecodeRecvQuery(r.URL.RawQuery, s.maxWait)
 	if err != nil {
 		return err
 	}
-	s.allowWait(w, q.wait)
-	e, ok, err := s.poll(r.Context(), q.me, q.wait)
+	allowWait(w, q.Wait, s.requestTimeout)
+	e, ok, err := s.poll(r.Context(), q.Me, q.Wait)
 	if err != nil {
-		s.log.Error("recv failed", "route", q.me, "error", err)
+		s.log.Error("recv failed", "route", q.Me, "error", err)
 		return fmt.Errorf("%w: %w", errPoll, err)
 	}
 	if !ok {
@@ -34,25 +35,16 @@ func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
 	// A stored envelope that is not JSON would make the whole reply
 	// unparseable. It answers 500 until someone acks its key, as in the
 	// original; the bus itself only ever stores envelopes it built, which
-	// pass the quicker strict check, so json.Valid runs only on the rest.
-	if !validStrict(e.Value) && !json.Valid(e.Value) {
-		s.log.Error("recv failed", "route", q.me, "error", "stored envelope is not valid JSON")
+	// pass the quicker strict check (wire.Valid), so json.Valid runs only
+	// on the rest.
+	if !wire.Valid(e.Value) && !json.Valid(e.Value) {
+		s.log.Error("recv failed", "route", q.Me, "error", "stored envelope is not valid JSON")
 		return fmt.Errorf("%w: stored envelope is not valid JSON", errPoll)
 	}
-	body := make([]byte, 0, len(`{"ack":"","envelope":,"status":"message"}`)+len(e.Key)+len(`\u0000`)+len(e.Value))
-	body = append(body, `{"ack":`...)
-	mark := len(body)
-	body, ok = appendKeyJSON(body, e.Key)
-	if !ok {
-		ack, err := marshal(e.Key)
-		if err != nil {
-			return fmt.Errorf("%w: %v", errPoll, err)
-		}
-		body = append(body[:mark], ack...)
+	body, err := wire.RecvMessage(e.Key, e.Value)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errPoll, err)
 	}
-	body = append(body, `,"envelope":`...)
-	body = append(body, e.Value...)
-	body = append(body, `,"status":"message"}`...)
 	writeJSON(w, http.StatusOK, body)
 	s.counters.delivered.Add(1)
 	s.rates.addDelivered(s.millis())

@@ -10,25 +10,19 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // rosterRetainMs is [RosterRetention] in milliseconds.
 const rosterRetainMs = int64(RosterRetention / time.Millisecond)
 
-// The frame of a /roster response and what one entry adds to it besides
-// its fields: {"age_ms":N,<fields>} with N at most 19 digits (an int64),
-// and the comma that separates it from the next entry.
-const (
-	rosterOpen          = `{"roster":[`
-	rosterClose         = `]}`
-	rosterAgePrefix     = `{"age_ms":`
-	rosterEntryOverhead = len(rosterAgePrefix) + 19 + len(`,`) + len(`}`) + len(`,`)
-	// rosterBudget is what the entries of one response may cost together.
-	rosterBudget = MaxRosterBytes - len(rosterOpen) - len(rosterClose)
-)
+// rosterBudget is what the entries of one /roster answer may cost
+// together, within its frame ([wire.RosterOpen]).
+const rosterBudget = MaxRosterBytes - len(wire.RosterOpen) - len(wire.RosterClose)
 
 // entryClose ends one entry of a listing.
-var entryClose = []byte(`}`)
+var entryClose = []byte(wire.RosterEntryClose)
 
 // roster is the presence list: roster key → the last announcement for it
 // and when it arrived. It lives in memory only; agents refill it with their
@@ -64,7 +58,7 @@ type roster struct {
 // the entry exists; a refresh makes a new entry.
 type rosterEntry struct {
 	key        string
-	fields     []byte // see announcement.fields
+	fields     []byte // see [wire.Announce]
 	at         int64  // receipt time, Unix ms
 	rev        uint64 // its revision in a shared roster's log; 0 otherwise
 	prev, next *rosterEntry
@@ -74,7 +68,7 @@ type rosterEntry struct {
 }
 
 // cost returns the most the entry adds to a /roster response.
-func (e *rosterEntry) cost() int { return len(e.fields) + rosterEntryOverhead }
+func (e *rosterEntry) cost() int { return len(e.fields) + wire.RosterEntryOverhead }
 
 // age returns how old an entry received at is at now, in milliseconds; a
 // receipt time in the future (the clock went back) gives 0.
@@ -87,8 +81,8 @@ func age(at, now int64) int64 {
 // otherwise break a bound. It returns how many live entries gave way, and
 // false if a is too large to list at all (which [MaxAnnounceBytes] rules
 // out).
-func (ro *roster) upsert(a announcement, now int64) (evicted int, stored bool) {
-	gone, stored := ro.put(&rosterEntry{key: a.key, fields: a.fields, at: now}, now)
+func (ro *roster) upsert(a wire.Announce, now int64) (evicted int, stored bool) {
+	gone, stored := ro.put(&rosterEntry{key: a.Key, fields: a.Fields, at: now}, now)
 	return len(gone), stored
 }
 
@@ -213,17 +207,17 @@ func (ro *roster) snapshot() *rosterSnapshot {
 // its key. The body is neither verified nor interpreted beyond the key;
 // clients verify every roster element and drop forgeries.
 func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r, MaxAnnounceBytes)
+	body, err := readBody(w, r, wire.MaxAnnounceBytes, s.requestTimeout)
 	if err != nil {
 		return err
 	}
-	a, err := decodeAnnouncement(body)
+	a, err := wire.DecodeAnnounce(body)
 	if err != nil {
 		return err
 	}
 	if s.shared != nil {
 		if err := s.shared.announce(a, s.millis(), s.done); err != nil {
-			s.log.Error("announce failed", "route", a.key, "error", err)
+			s.log.Error("announce failed", "route", a.Key, "error", err)
 			return fmt.Errorf("%w: %w", errStorage, err)
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -232,9 +226,9 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 	evicted, stored := s.roster.upsert(a, s.millis())
 	switch {
 	case !stored:
-		s.log.Debug("announcement too large to list; dropped", "route", a.key)
+		s.log.Debug("announcement too large to list; dropped", "route", a.Key)
 	case evicted > 0:
-		s.log.Debug("roster full; entries refreshed longest ago gave way", "route", a.key, "evicted", evicted)
+		s.log.Debug("roster full; entries refreshed longest ago gave way", "route", a.Key, "evicted", evicted)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return nil
@@ -243,23 +237,23 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 // unregister serves POST /unregister: remove one roster entry. Its queue is
 // left alone; messages already sent to it wait for the next session.
 func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
-	body, err := s.readBody(w, r, MaxBodyBytes)
+	body, err := readBody(w, r, wire.MaxBodyBytes, s.requestTimeout)
 	if err != nil {
 		return err
 	}
-	a, err := decodeAnnouncement(body)
+	a, err := wire.DecodeAnnounce(body)
 	if err != nil {
 		return err
 	}
 	if s.shared != nil {
-		if err := s.shared.unregister(a.key, s.done); err != nil {
-			s.log.Error("unregister failed", "route", a.key, "error", err)
+		if err := s.shared.unregister(a.Key, s.done); err != nil {
+			s.log.Error("unregister failed", "route", a.Key, "error", err)
 			return fmt.Errorf("%w: %w", errStorage, err)
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	s.roster.remove(a.key)
+	s.roster.remove(a.Key)
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -277,21 +271,14 @@ func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 	now := s.millis()
 	snap := s.roster.snapshot()
-	var scratch [len(`,`) + len(rosterAgePrefix) + 20 + len(`,`)]byte
-	n, live := len(rosterOpen)+len(rosterClose), 0
+	n, live := len(wire.RosterOpen)+len(wire.RosterClose), 0
 	for _, it := range snap.items {
 		a := age(it.at, now)
 		if a >= rosterRetainMs {
 			continue
 		}
-		if live > 0 {
-			n++
-		}
+		n += wire.RosterEntryLen(live == 0, a, len(it.fields))
 		live++
-		n += len(rosterAgePrefix) + len(strconv.AppendInt(scratch[:0], a, 10)) + len(`}`)
-		if len(it.fields) > 0 {
-			n += len(`,`) + len(it.fields)
-		}
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -301,25 +288,18 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	// A write error means the client left; stop there.
-	if _, err := io.WriteString(w, rosterOpen); err != nil {
+	if _, err := io.WriteString(w, wire.RosterOpen); err != nil {
 		return nil
 	}
+	var scratch [len(`,{"age_ms":,`) + 20]byte
 	first := true
 	for _, it := range snap.items {
 		a := age(it.at, now)
 		if a >= rosterRetainMs {
 			continue
 		}
-		b := scratch[:0]
-		if !first {
-			b = append(b, ',')
-		}
+		b := wire.AppendRosterEntryHead(scratch[:0], first, a, len(it.fields) > 0)
 		first = false
-		b = append(b, rosterAgePrefix...)
-		b = strconv.AppendInt(b, a, 10)
-		if len(it.fields) > 0 {
-			b = append(b, ',')
-		}
 		if _, err := w.Write(b); err != nil {
 			return nil
 		}
@@ -330,6 +310,6 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-	_, _ = io.WriteString(w, rosterClose)
+	_, _ = io.WriteString(w, wire.RosterClose)
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // rosterOf fetches /roster and returns its elements.
@@ -115,9 +117,9 @@ func TestRosterEntriesAreKeyedByKeyAndSession(t *testing.T) {
 		{`{"pubkey":"k","session_id":"top-level is not a session"}`, "k"},
 	}
 	for _, tc := range cases {
-		a, err := decodeAnnouncement([]byte(tc.body))
-		if err != nil || a.key != tc.key {
-			t.Errorf("%s: key %q (%v), want %q", tc.body, a.key, err, tc.key)
+		a, err := wire.DecodeAnnounce([]byte(tc.body))
+		if err != nil || a.Key != tc.key {
+			t.Errorf("%s: key %q (%v), want %q", tc.body, a.Key, err, tc.key)
 		}
 	}
 	h, _ := newFakeHarness(t, 0)
@@ -218,11 +220,11 @@ func TestFullRosterAdmitsNewcomers(t *testing.T) {
 	}
 }
 
-// maxAnnouncement returns an announcement of exactly MaxAnnounceBytes for
+// maxAnnouncement returns an announcement of exactly wire.MaxAnnounceBytes for
 // pubkey.
 func maxAnnouncement(tb testing.TB, pubkey string) string {
 	tb.Helper()
-	return string(paddedBody(tb, `{"pubkey":"`+pubkey+`","pad":"`, `"}`, MaxAnnounceBytes))
+	return string(paddedBody(tb, `{"pubkey":"`+pubkey+`","pad":"`, `"}`, wire.MaxAnnounceBytes))
 }
 
 // TestRosterByteBound: announcements of the largest size from ever new
@@ -247,7 +249,7 @@ func TestRosterByteBound(t *testing.T) {
 	}
 	got := h.rosterOf()
 	kept := len(got)
-	if kept >= n || kept < MaxRosterBytes/(MaxAnnounceBytes+rosterEntryOverhead) {
+	if kept >= n || kept < MaxRosterBytes/(wire.MaxAnnounceBytes+wire.RosterEntryOverhead) {
 		t.Fatalf("kept %d of %d entries", kept, n)
 	}
 	for i := range n {
@@ -275,7 +277,7 @@ func TestRosterListingSharesOneEncoding(t *testing.T) {
 	w := &countingWriter{header: http.Header{}}
 	h.srv.ServeHTTP(w, req) // warm up
 	sent := w.n
-	if sent < 1000*MaxAnnounceBytes {
+	if sent < 1000*wire.MaxAnnounceBytes {
 		t.Fatalf("listing sent %d bytes", sent)
 	}
 	const runs = 20

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // RosterLog keeps a roster that several buses share, as a log of changes
@@ -183,14 +185,14 @@ func (sr *sharedRoster) await(rev uint64, done <-chan struct{}) (evicted []uint6
 // announce writes a, received at at, to the log and waits until the local
 // copy has it. This bus wrote the record, so it also drops from the log
 // the entries that gave way to it, which every bus has evicted already.
-func (sr *sharedRoster) announce(a announcement, at int64, done <-chan struct{}) error {
-	rev, err := sr.log.Put(a.key, rosterRecord(at, a.fields))
+func (sr *sharedRoster) announce(a wire.Announce, at int64, done <-chan struct{}) error {
+	rev, err := sr.log.Put(a.Key, rosterRecord(at, a.Fields))
 	if err != nil {
 		return err
 	}
 	evicted, seen := sr.await(rev, done)
 	if !seen {
-		sr.logger.Warn("announcement stored, but not seen back from the shared roster in time", "route", a.key, "revision", rev)
+		sr.logger.Warn("announcement stored, but not seen back from the shared roster in time", "route", a.Key, "revision", rev)
 	}
 	for _, old := range evicted {
 		if err := sr.log.Drop(old); err != nil {

@@ -4,46 +4,46 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // send serves POST /send: wrap the payload in an envelope stamped with the
 // bus clock, append it to the route's queue, and wake the route's polls.
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	limit := s.MaxBody()
-	body, err := s.readBody(w, r, limit)
+	body, err := readBody(w, r, limit, s.requestTimeout)
 	if err != nil {
-		if limit < MaxBodyBytes && errors.Is(err, errTooLarge) {
+		if limit < wire.MaxBodyBytes && errors.Is(err, errTooLarge) {
 			return fmt.Errorf("%w, the most this bus's store takes", err)
 		}
 		return err
 	}
-	req, err := decodeSend(body)
+	req, err := wire.DecodeSend(body)
 	if err != nil {
 		return err
 	}
 	ms := s.millis()
-	_, dropped, err := s.st.Enqueue(req.to, envelope(req.payload, ms))
+	_, dropped, err := s.st.Enqueue(req.To, wire.Envelope(req.Payload, ms))
 	if be, ok := errors.AsType[*store.BoundError](err); ok {
-		return s.refuse(req.to, be)
+		return s.refuse(req.To, be)
 	}
 	if err != nil {
-		s.log.Error("enqueue failed", "to", req.to, "error", err)
+		s.log.Error("enqueue failed", "to", req.To, "error", err)
 		return fmt.Errorf("%w: %w", errStorage, err)
 	}
 	s.counters.stored.Add(1)
 	s.rates.addStored(ms)
 	if dropped > 0 {
 		s.counters.dropped.Add(uint64(dropped))
-		for _, ev := range s.drops.note(req.to, dropped, s.now()) {
+		for _, ev := range s.drops.note(req.To, dropped, s.now()) {
 			ev.log(s)
 		}
 	}
-	s.waiters.wake(req.to)
+	s.waiters.wake(req.To)
 	w.WriteHeader(http.StatusAccepted)
 	return nil
 }
@@ -52,7 +52,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 // returns the error to answer with.
 //
 // A message over a route's bound can never be stored, so it gets 413
-// like a body over [MaxBodyBytes], which clients take as final; with the
+// like a body over [wire.MaxBodyBytes], which clients take as final; with the
 // bounds interlink-bus accepts it cannot happen, since a route holds at
 // least the largest body. A bus whose queues hold as many bytes as its
 // total bound allows answers 507 with Retry-After: the condition passes as
@@ -101,18 +101,6 @@ func (l *refusalLog) note(now time.Time) int {
 	n := l.pending
 	l.pending, l.last = 0, now
 	return n
-}
-
-// envelope returns the stored form of a message: the payload bytes as the
-// sender wrote them and the bus's receipt time in Unix milliseconds, with
-// keys in sorted order like the original's.
-func envelope(payload []byte, ms int64) []byte {
-	b := make([]byte, 0, len(`{"payload":,"ts":}`)+len(payload)+20)
-	b = append(b, `{"payload":`...)
-	b = append(b, payload...)
-	b = append(b, `,"ts":`...)
-	b = strconv.AppendInt(b, ms, 10)
-	return append(b, '}')
 }
 
 // Limits of the drop warning.

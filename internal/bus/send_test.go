@@ -8,13 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestEnvelope(t *testing.T) {
-	got := string(envelope([]byte(`{"b":1, "a":[ 2 ]}`), 1700000000123))
-	if want := `{"payload":{"b":1, "a":[ 2 ]},"ts":1700000000123}`; got != want {
-		t.Errorf("envelope = %s, want %s", got, want)
-	}
-}
-
 // TestDropLog checks the rate limit and the bound of the drop warning.
 func TestDropLog(t *testing.T) {
 	var d dropLog

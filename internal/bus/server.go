@@ -1,8 +1,8 @@
 package bus
 
 import (
-	"encoding/json"
 	"errors"
+	"log"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -12,22 +12,15 @@ import (
 
 	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// Limits and defaults of the wire contract.
+// Limits and defaults of the bus beyond those of its wire format (package
+// wire: the body, announcement and route limits).
 const (
-	// MaxBodyBytes is the largest request body accepted on every POST route
-	// except /announce; one byte more gets 413.
-	MaxBodyBytes = 2 << 20
-	// MaxAnnounceBytes is the largest /announce body accepted; one byte
-	// more gets 413. Real announcements are well under 1 KiB; the bound
-	// keeps one client's entries from filling the roster's byte budget
-	// ([MaxRosterBytes]) with a handful of announcements.
-	MaxAnnounceBytes = 4 << 10
-	// MaxRouteBytes is the longest route accepted in "to" and "me".
-	MaxRouteBytes = 256
-	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent.
-	DefaultRecvTimeout = 25 * time.Second
+	// DefaultRecvTimeout is how long /recv waits when timeout_ms is absent
+	// ([wire.DefaultRecvWait]).
+	DefaultRecvTimeout = wire.DefaultRecvWait
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
 	// are clamped to it.
 	MaxRecvTimeout = 120 * time.Second
@@ -39,7 +32,9 @@ const (
 	// kept well under the 8 MiB an interlink agent reads from /roster, so
 	// that however the roster is filled, agents can still read it. When a
 	// new announcement would push the roster past it, entries refreshed
-	// longest ago make room, as they do for [RosterCap].
+	// longest ago make room, as they do for [RosterCap]. Announcements
+	// are at most [wire.MaxAnnounceBytes], which keeps one client's
+	// entries from filling it with a handful of announcements.
 	MaxRosterBytes = 6 << 20
 	// RosterRetention is how long a roster entry lives after its last
 	// announcement.
@@ -58,7 +53,7 @@ type Options struct {
 	// MaxRecvTimeout caps the wait of /recv. Zero means [MaxRecvTimeout].
 	// It also caps the default wait, so a small value shortens every poll.
 	MaxRecvTimeout time.Duration
-	// Version, if set, is sent in the [VersionHeader] of /healthz answers,
+	// Version, if set, is sent in the [wire.VersionHeader] of /healthz answers,
 	// so that a diagnosis can tell which bus it reached.
 	Version string
 	// HeaderTimeout bounds the time a request's headers take to arrive.
@@ -78,11 +73,11 @@ type Options struct {
 	// RosterLog, if set, keeps the roster in a log shared with other
 	// buses instead of in this bus alone; see [RosterLog].
 	RosterLog RosterLog
+	// ErrorLog, if set, receives the HTTP server's own errors (a failed
+	// accept, a broken connection). Nil sends them to Logger as
+	// warnings. [NewHTTPServer] uses it.
+	ErrorLog *log.Logger
 }
-
-// VersionHeader is the header of /healthz answers that carries the bus's
-// version when [Options.Version] is set. The body stays {"status":"ok"}.
-const VersionHeader = "Interlink-Version"
 
 // Server is the bus's HTTP handler. Create it with [New]; it is safe for
 // concurrent use.
@@ -197,19 +192,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.setMaxBody(w)
 	ep, ok := endpoints[r.URL.Path]
 	if !ok {
-		s.fail(w, errNotFound)
+		fail(w, errNotFound)
 		return
 	}
 	switch {
 	case ep.get && r.Method != http.MethodGet && r.Method != http.MethodHead:
-		s.fail(w, &methodError{allow: "GET, HEAD"})
+		fail(w, &methodError{allow: "GET, HEAD"})
 		return
 	case !ep.get && r.Method != http.MethodPost:
-		s.fail(w, &methodError{allow: "POST"})
+		fail(w, &methodError{allow: "POST"})
 		return
 	}
 	if err := ep.handle(s, w, r); err != nil {
-		s.fail(w, err)
+		fail(w, err)
 	}
 }
 
@@ -218,16 +213,11 @@ var (
 	// Routing.
 	errNotFound = errors.New("not found")
 
-	// Reading the request.
+	// Reading the request; decoding it gives the errors of package wire.
 	errMediaType   = errors.New("content type must be application/json or application/*+json")
 	errTooLarge    = errors.New("request body too large")
 	errRead        = errors.New("reading request body")
 	errBodyTimeout = errors.New("request body too slow")
-	errSyntax      = errors.New("malformed JSON")
-	errShape       = errors.New("unexpected JSON shape")
-	errQuery       = errors.New("bad query")
-	errRoute       = errors.New("invalid route")
-	errAnnounce    = errors.New("announcement must be a JSON object with a string pubkey")
 
 	// Acting on it.
 	errForeignAck = errors.New("ack key does not belong to me")
@@ -246,18 +236,11 @@ type methodError struct{ allow string }
 
 func (e *methodError) Error() string { return "method not allowed" }
 
-// errorBody is the one JSON shape of every error response.
-type errorBody struct {
-	Status string `json:"status,omitempty"`
-	Error  string `json:"error"`
-}
-
 // fail writes err as an error response. It is the only place where errors
 // become status codes. Storage failures were logged with their detail by the
 // handler; the client sees only that the store failed.
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	status := http.StatusInternalServerError
-	body := errorBody{Error: err.Error()}
+func fail(w http.ResponseWriter, err error) {
+	status, msg, poll := http.StatusInternalServerError, err.Error(), false
 	me, isMethod := errors.AsType[*methodError](err)
 	switch {
 	case isMethod:
@@ -271,10 +254,10 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusRequestEntityTooLarge
 	case errors.Is(err, errBodyTimeout):
 		status = http.StatusRequestTimeout
-	case errors.Is(err, errShape):
+	case errors.Is(err, wire.ErrShape):
 		status = http.StatusUnprocessableEntity
-	case errors.Is(err, errRead), errors.Is(err, errSyntax), errors.Is(err, errQuery),
-		errors.Is(err, errRoute), errors.Is(err, errAnnounce):
+	case errors.Is(err, errRead), errors.Is(err, wire.ErrSyntax), errors.Is(err, wire.ErrQuery),
+		errors.Is(err, wire.ErrRoute), errors.Is(err, wire.ErrAnnounce):
 		status = http.StatusBadRequest
 	case errors.Is(err, errForeignAck):
 		status = http.StatusForbidden
@@ -282,18 +265,14 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		status = http.StatusInsufficientStorage
 		w.Header().Set("Retry-After", retryFullAfter)
 	case errors.Is(err, errPoll):
-		body = errorBody{Status: "error", Error: errPoll.Error()}
+		msg, poll = errPoll.Error(), true
 	case errors.Is(err, errUnavailable):
 		status = http.StatusServiceUnavailable
-		body.Error = errUnavailable.Error()
+		msg = errUnavailable.Error()
 	default:
-		body.Error = errStorage.Error()
+		msg = errStorage.Error()
 	}
-	out, merr := json.Marshal(body)
-	if merr != nil {
-		panic("bus: encoding an error body: " + merr.Error())
-	}
-	writeJSON(w, status, out)
+	writeJSON(w, status, wire.ErrorAnswer(msg, poll))
 }
 
 // retryFullAfter is the Retry-After of a 507 answer, in seconds: about
@@ -327,12 +306,12 @@ func (s *Server) millis() int64 {
 // to the store.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	if s.version != "" {
-		w.Header().Set(VersionHeader, s.version)
+		w.Header().Set(wire.VersionHeader, s.version)
 	}
 	if err := s.storeHealth(); err != nil {
 		s.log.Debug("unhealthy", "error", err)
 		return err
 	}
-	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+	writeJSON(w, http.StatusOK, []byte(wire.HealthyAnswer))
 	return nil
 }

@@ -8,69 +8,61 @@ import (
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // What a bus does when other buses share its store: wake its polls for
 // messages they stored, report the store's health, and keep the roster in
 // a log they share (see [RosterLog] and rostershared.go).
 
-// envelopeExtra is the most an envelope adds to the /send body it comes
-// from: the envelope's keys and a timestamp of up to 20 digits, against a
-// body that has at least its own keys around the payload.
-const envelopeExtra = 64
-
 // MaxEnvelopeBytes is the largest value the bus stores for a message: an
-// envelope around the payload of a /send body of [MaxBodyBytes]. A store
+// envelope around the payload of a /send body of [wire.MaxBodyBytes]. A store
 // that limits its values ([store.ValueLimiter]), such as a NATS server's
 // max_payload, must take this much for the bus to accept every body the
 // original's relays accept; one that takes less lowers the bus's limit
 // ([BodyLimit]).
-const MaxEnvelopeBytes = MaxBodyBytes + envelopeExtra
+const MaxEnvelopeBytes = wire.MaxBodyBytes + wire.EnvelopeOverhead
 
 // MinBodyBytes is the smallest limit on /send bodies a bus runs with. A
 // store whose value limit gives less makes interlink-bus refuse to start.
 // 32 KiB carry every pairing, presence and receipt message, a text of
 // about 30 KiB, and the roster's records (two announcements of
-// [MaxAnnounceBytes] each at most).
+// [wire.MaxAnnounceBytes] each at most).
 const MinBodyBytes = 32 << 10
 
 // MinEnvelopeBytes is the value a store must take for a bus to accept
 // bodies of [MinBodyBytes].
-const MinEnvelopeBytes = MinBodyBytes + envelopeExtra
+const MinEnvelopeBytes = MinBodyBytes + wire.EnvelopeOverhead
 
 // BodyLimit returns the largest /send body a bus accepts when its store
-// takes values of up to maxValue bytes: [MaxBodyBytes], or less when the
+// takes values of up to maxValue bytes: [wire.MaxBodyBytes], or less when the
 // envelope of a larger body would not fit.
 func BodyLimit(maxValue int64) int64 {
-	return max(min(MaxBodyBytes, maxValue-envelopeExtra), 0)
+	return max(min(wire.MaxBodyBytes, maxValue-wire.EnvelopeOverhead), 0)
 }
 
 // MaxBody returns the largest /send body the bus accepts now: a larger one
-// gets 413 naming the limit. It is [MaxBodyBytes] unless the store takes
-// less ([store.ValueLimiter]), and may change while the bus runs when the
-// store's limit does. Every answer of the bus carries it in
-// [MaxBodyHeader].
+// gets 413 naming the limit. It is [wire.MaxBodyBytes] unless the store
+// takes less ([store.ValueLimiter]), and may change while the bus runs when
+// the store's limit does. Every answer of the bus carries it in
+// [wire.MaxBodyHeader].
 func (s *Server) MaxBody() int64 {
 	if s.limiter == nil {
-		return MaxBodyBytes
+		return wire.MaxBodyBytes
 	}
 	return BodyLimit(s.limiter.MaxValue())
 }
 
-// MaxBodyHeader is the header in which every answer of the bus gives
-// [Server.MaxBody], in decimal, so that clients and diagnoses learn the
-// limit without a request of their own. The original's clients ignore
-// it.
-const MaxBodyHeader = "Interlink-Max-Body"
-
-// maxBodyValue is a header value of MaxBodyHeader, kept while the limit
+// maxBodyValue is a header value of [wire.MaxBodyHeader], kept while the limit
 // stays the same so that answers do not format it anew.
 type maxBodyValue struct {
 	limit int64
 	value []string
 }
 
-// setMaxBody adds MaxBodyHeader to the answer w is about to write.
+// setMaxBody adds [wire.MaxBodyHeader] to the answer w is about to write,
+// so that clients and diagnoses learn the limit without a request of
+// their own.
 func (s *Server) setMaxBody(w http.ResponseWriter) {
 	limit := s.MaxBody()
 	v := s.maxBodyHeader.Load()
@@ -79,14 +71,14 @@ func (s *Server) setMaxBody(w http.ResponseWriter) {
 		s.maxBodyHeader.Store(v)
 	}
 	// The key is in canonical form already.
-	w.Header()[MaxBodyHeader] = v.value
+	w.Header()[wire.MaxBodyHeader] = v.value
 }
 
 // MaxEntryBytes is what the largest message the bus stores counts for
 // against a store's byte bounds ([store.EntrySize]): its envelope on the
 // longest route. A route's byte bound below it would refuse valid sends for
 // good, so interlink-bus accepts none lower.
-var MaxEntryBytes = store.EntrySize(strings.Repeat("r", MaxRouteBytes), MaxEnvelopeBytes)
+var MaxEntryBytes = store.EntrySize(strings.Repeat("r", wire.MaxRouteBytes), MaxEnvelopeBytes)
 
 // errUnavailable marks a store that cannot serve requests now; /healthz
 // then answers 503.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // sharedStore is a fake store that other buses share: the test stores
@@ -155,7 +156,7 @@ func TestHealthzFollowsTheStore(t *testing.T) {
 		if rec.Code != wantCode || rec.Body.String() != wantBody {
 			t.Errorf("%s /healthz = %d %s, want %d %s", method, rec.Code, rec.Body, wantCode, wantBody)
 		}
-		if rec.Header().Get(VersionHeader) != "v1" || rec.Header().Get("Content-Type") != "application/json" {
+		if rec.Header().Get(wire.VersionHeader) != "v1" || rec.Header().Get("Content-Type") != "application/json" {
 			t.Errorf("%s /healthz headers %v", method, rec.Header())
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/untrusted"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // statusLive is how recently a session must have announced itself to show
@@ -177,31 +177,17 @@ func statusView(e *rosterEntry) *statusSession {
 // statusEntry reads the fields of one stored announcement for the page.
 // Fields that are missing or of another type show as empty.
 func statusEntry(fields []byte) statusSession {
-	var ann struct {
-		PubKey  any `json:"pubkey"`
-		Name    any `json:"name"`
-		Session struct {
-			SessionID any `json:"session_id"`
-			Summary   any `json:"summary"`
-		} `json:"session"`
-	}
-	obj := make([]byte, 0, len(fields)+2)
-	obj = append(append(append(obj, '{'), fields...), '}')
-	_ = json.Unmarshal(obj, &ann) // the bus stored a JSON object; a field of the wrong type stays empty
-	str := func(v any) string {
-		s, _ := v.(string)
-		return s
-	}
-	key := untrusted.Clean(str(ann.PubKey))
+	ann := wire.ViewAnnounce(fields)
+	key := untrusted.Clean(ann.PubKey)
 	fp := key
 	if n := 8; len(fp) > n {
 		fp = fp[:n]
 	}
 	return statusSession{
-		Name:        untrusted.Name(str(ann.Name)),
+		Name:        untrusted.Name(ann.Name),
 		Fingerprint: untrusted.Label(fp),
-		Session:     untrusted.Label(str(ann.Session.SessionID)),
-		Summary:     untrusted.Summary(str(ann.Session.Summary)),
+		Session:     untrusted.Label(ann.SessionID),
+		Summary:     untrusted.Summary(ann.Summary),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // The bytes the queues hold, the bounds and the refusals by reason are on
@@ -97,8 +98,8 @@ func (l limitedStore) MaxValue() int64 { return l.limit }
 // limit of its own, less on one that takes less.
 func TestMaxBodyIsAGauge(t *testing.T) {
 	s := serve(t, 0)
-	if got := value(t, s.scrape(), "interlink_bus_max_body_bytes"); got != bus.MaxBodyBytes {
-		t.Errorf("max body on a store in memory = %v, want %v", got, bus.MaxBodyBytes)
+	if got := value(t, s.scrape(), "interlink_bus_max_body_bytes"); got != wire.MaxBodyBytes {
+		t.Errorf("max body on a store in memory = %v, want %v", got, wire.MaxBodyBytes)
 	}
 
 	st := limitedStore{Store: store.NewMemory(nil), limit: 1 << 20}

@@ -26,6 +26,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/screen"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // Path is where the metrics are served.
@@ -122,7 +124,7 @@ func (m *Metrics) Handler(srv *bus.Server) http.Handler {
 // Conns adds the counts of the bus's listener ([bus.Listen]) to the
 // metrics: the connections open and the most that may be, those shed or
 // refused when all were taken, and, where connections are screened
-// ([bus.Screening]; elsewhere those counts would read zero whatever
+// ([screen.Enabled]; elsewhere those counts would read zero whatever
 // happened), those waiting for their first headers and those dropped
 // before them. Call it once.
 func (m *Metrics) Conns(st *bus.ConnStats) {
@@ -145,7 +147,7 @@ func (m *Metrics) Conns(st *bus.ConnStats) {
 			Help: "New connections closed at once, all being taken, because their client held about as many as any other.",
 		}, func() float64 { return float64(limit.Refused()) }),
 	)
-	if !bus.Screening {
+	if !screen.Enabled {
 		return
 	}
 	screen := st.Screen()
@@ -234,7 +236,7 @@ func (m *Metrics) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, HEAD")
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusMethodNotAllowed)
-		_, _ = w.Write([]byte(`{"error":"method not allowed"}`))
+		_, _ = w.Write(wire.ErrorAnswer("method not allowed", false))
 		return
 	}
 	m.serve.ServeHTTP(w, r)

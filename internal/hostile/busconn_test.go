@@ -20,6 +20,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/testutil"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // stalledKind is one way a client leaves a request unfinished, and what
@@ -233,9 +234,9 @@ func TestLargeAnswerNobodyReadsIsCutOff(t *testing.T) {
 	conns := new(bus.ConnStats)
 	base := bustest.Start(t, &bustest.Options{RequestTimeout: time.Second, Conns: conns})
 	// About 6 MiB of roster.
-	pad := strings.Repeat("x", bus.MaxAnnounceBytes-200)
+	pad := strings.Repeat("x", wire.MaxAnnounceBytes-200)
 	client := &http.Client{}
-	for i := range bus.MaxRosterBytes / bus.MaxAnnounceBytes {
+	for i := range bus.MaxRosterBytes / wire.MaxAnnounceBytes {
 		resp, err := client.Post(base+"/announce", "application/json",
 			strings.NewReader(fmt.Sprintf(`{"pubkey":"key%05d","name":%q}`, i, pad)))
 		if err != nil {

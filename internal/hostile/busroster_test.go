@@ -15,9 +15,10 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/testutil"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// junkAnnouncement returns an announcement of exactly bus.MaxAnnounceBytes
+// junkAnnouncement returns an announcement of exactly wire.MaxAnnounceBytes
 // for the n-th junk identity: it looks like a real one, but its key is
 // either random bytes or a real key, and its signature is noise, so no
 // agent can verify it.
@@ -31,7 +32,7 @@ func junkAnnouncement(tb testing.TB, n int) []byte {
 	}
 	prefix := fmt.Sprintf(`{"pubkey":%q,"name":"junk-%d","session":{"session_id":"junk-%d","cwd":"/junk","git_root":"/junk","summary":"`, key, n, n)
 	suffix := fmt.Sprintf(`"},"ts":%d,"sig":%q}`, time.Now().UnixMilli(), base64.RawURLEncoding.EncodeToString(raw[32:]))
-	pad := bus.MaxAnnounceBytes - len(prefix) - len(suffix)
+	pad := wire.MaxAnnounceBytes - len(prefix) - len(suffix)
 	if pad < 0 {
 		tb.Fatalf("junk announcement %d is too long", n)
 	}
@@ -153,7 +154,7 @@ func TestRosterFloodLeavesDiscoveryWorking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(roster.Roster); n >= bus.RosterCap || n < bus.MaxRosterBytes/(2*bus.MaxAnnounceBytes) {
+	if n := len(roster.Roster); n >= bus.RosterCap || n < bus.MaxRosterBytes/(2*wire.MaxAnnounceBytes) {
 		t.Fatalf("the roster lists %d junk entries", n)
 	}
 

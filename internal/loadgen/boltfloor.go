@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // boltFloor measures the raw bbolt floor of a durable bus: one writer that
@@ -47,7 +49,7 @@ func (r *run) boltFloor(ctx context.Context, path, dir string) (res Result, err 
 
 	// The value is as long as a stored envelope: the payload plus the
 	// wrapping and stamp the bus adds.
-	value := make([]byte, len(makePayload("b", 0, r.cfg.Size))+len(`{"payload":,"ts":1700000000000}`))
+	value := make([]byte, len(wire.Envelope(makePayload("b", 0, r.cfg.Size), 1700000000000)))
 	t := r.tally(string(ModeBoltFloor))
 	elapsed, err := r.phase(ctx, 1, func(ctx context.Context, _ int) {
 		var key [8]byte

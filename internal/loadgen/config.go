@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
 )
 
 // Mode names a load scenario.
@@ -207,8 +210,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Idle < 0 || c.Idle > maxIdle {
 		return bad("idle %d is outside 0..%d", c.Idle, maxIdle)
 	}
-	if c.Latency < 0 || c.Latency > maxLatency {
-		return bad("latency %v is outside 0..%v", c.Latency, maxLatency)
+	if c.Latency < 0 || c.Latency > delayproxy.MaxDelay {
+		return bad("latency %v is outside 0..%v", c.Latency, delayproxy.MaxDelay)
 	}
 	if c.Latency > 0 && (c.Mode == ModeBoltFloor || c.Mode == ModeFill || c.Mode == ModeFull) {
 		return bad("mode %s sends nothing over a network: leave out --latency", c.Mode)
@@ -343,7 +346,7 @@ func checkURL(raw string, allowRemote bool) (string, error) {
 	if !allowRemote && !isLoopbackHost(u.Hostname()) {
 		return "", fmt.Errorf("url %q: %s is not a loopback address; add --allow-remote to load another machine on purpose", raw, u.Hostname())
 	}
-	return trimSlash(u.String()), nil
+	return busclient.TrimSlash(u.String()), nil
 }
 
 // isLoopbackHost reports whether host is a loopback IP literal or the name

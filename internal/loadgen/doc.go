@@ -64,7 +64,7 @@
 //
 // # Measurements
 //
-// Latencies go into a [Recorder], which keeps every sample of a modest run
+// Latencies go into a [latency.Recorder], which keeps every sample of a modest run
 // and a uniform reservoir sample of a long one, so memory stays bounded;
 // percentiles use the nearest-rank method. Operations cut off by the
 // deadline count neither as done nor as failed. Resident memory is read from

@@ -37,7 +37,7 @@ func (r *run) fill(ctx context.Context) (Result, error) {
 			// evenly while the fill is running.
 			route := r.route("fill", int(k%int64(routes)))
 			start := time.Now()
-			err := r.client.send(ctx, route, makePayload("f"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
+			err := r.client.Send(ctx, route, makePayload("f"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
 			if t.record(ctx, start, err) {
 				return
 			}

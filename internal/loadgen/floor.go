@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // floor measures what the machine's loopback HTTP costs without a bus: a
@@ -26,14 +30,18 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 		return Result{Name: "floor"}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
-	c := newClient(base, r.cfg.KeepAlive, workers)
-	defer c.close()
-	sendBody := []byte(`{"to":"` + r.route("floor", 0) + `","payload":` + string(makePayload("f", 0, r.cfg.Size)) + `}`)
-	ackBody := []byte(`{"me":"` + r.route("floor", 0) + `","ack":"` + r.route("floor", 0) + `\u000000000000000000000001"}`)
-	query := "/recv?me=" + r.route("floor", 0) + "&timeout_ms=1000"
+	c := busclient.New(base, r.cfg.KeepAlive, workers)
+	defer c.Close()
+	route := r.route("floor", 0)
+	sendBody, err := wire.SendBody(route, makePayload("f", 0, r.cfg.Size))
+	if err != nil {
+		return Result{Name: "floor"}, err
+	}
+	ackBody := wire.AppendAck(nil, route, route+"\x00"+"00000000000000000001") // the first key of a queue
+	query := wire.RecvTarget(route, time.Second)
 
 	t := r.tally("floor")
-	dials := c.dials.Load()
+	dials := c.Dials()
 	elapsed, err := r.phase(ctx, workers, func(ctx context.Context, _ int) {
 		for ctx.Err() == nil {
 			start := time.Now()
@@ -41,11 +49,11 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 			for k := 0; k < reqs && err == nil; k++ {
 				switch k % 3 {
 				case 0:
-					err = c.post(ctx, "/send", sendBody, http.StatusOK)
+					err = c.Post(ctx, "/send", sendBody, http.StatusOK)
 				case 1:
-					err = c.get(ctx, query)
+					err = c.Get(ctx, query)
 				case 2:
-					err = c.post(ctx, "/ack", ackBody, http.StatusOK)
+					err = c.Post(ctx, "/ack", ackBody, http.StatusOK)
 				}
 			}
 			if t.record(ctx, start, err) {
@@ -57,7 +65,7 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	res.Extra = []Field{
 		{"workers", strconv.Itoa(workers)},
 		{"reqs_per_op", strconv.Itoa(reqs)},
-		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
+		dialsField(t.dials.Add(c.Dials()-dials), res.Ops),
 	}
 	return res, err
 }
@@ -85,12 +93,12 @@ func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err er
 	if r.cfg.Latency <= 0 {
 		return base, closeServer, nil
 	}
-	p, u, err := proxyFor(base, r.cfg.Latency)
+	p, u, err := delayproxy.For(base, r.cfg.Latency)
 	if err != nil {
 		return "", nil, errors.Join(err, closeServer())
 	}
 	return u, func() error {
-		p.close()
+		p.Close()
 		return closeServer()
 	}, nil
 }

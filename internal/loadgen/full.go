@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 )
 
 // defaultFullRoutes is the routes [ModeFull] spreads its messages over
@@ -46,8 +48,8 @@ func (r *run) full(ctx context.Context) (Result, error) {
 			k := next.Add(1) - 1
 			route := r.route("full", int(k%int64(r.cfg.Routes)))
 			start := time.Now()
-			err := r.client.send(ctx, route, makePayload("u"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
-			if se, ok := errors.AsType[*statusError](err); ok && se.code == http.StatusInsufficientStorage {
+			err := r.client.Send(ctx, route, makePayload("u"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
+			if se, ok := errors.AsType[*busclient.StatusError](err); ok && se.Code == http.StatusInsufficientStorage {
 				refuse.Add(1)
 				full.Store(true)
 				return
@@ -75,7 +77,7 @@ func (r *run) full(ctx context.Context) (Result, error) {
 		final = r.settledRSS()
 		res.Extra = append(res.Extra, Field{"rss_after_gc", formatBytes(final)})
 	}
-	m, merr := r.client.metrics(ctx, metricQueuedBytes, metricTotalBytes, metricQueued)
+	m, merr := r.client.Metrics(ctx, metricQueuedBytes, metricTotalBytes, metricQueued)
 	if merr != nil {
 		err = errors.Join(err, fmt.Errorf("reading the bus's metrics: %v", merr))
 	}

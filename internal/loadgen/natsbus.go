@@ -99,7 +99,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	if cfg.QueueCap > 0 {
 		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)
 	}
-	return serveTarget(handler, desc, logger, shutdown, cleanup)
+	return serveTarget(handler, desc, logger, servers, cleanup)
 }
 
 // removeStream removes the run's stream and its roster bucket from the

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 )
 
 // pipeline measures throughput under concurrent load: S senders post as
@@ -30,7 +32,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		w = make(window, r.cfg.Window)
 	}
 	before := t.rssBefore(r.rss())
-	dials := r.client.dials.Load()
+	dials := r.client.Dials()
 	elapsed, err := r.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
 		if i < senders {
 			r.pipeSender(ctx, t, w, sent, i)
@@ -45,7 +47,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		{"receivers", strconv.Itoa(receivers)},
 		{"sent", strconv.FormatInt(sent.Load(), 10)},
 		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
-		dialsField(t.dials.Add(r.client.dials.Load()-dials), res.Ops),
+		dialsField(t.dials.Add(r.client.Dials()-dials), res.Ops),
 	}
 	r.drain(r.routes("pipe", receivers))
 	return res, err
@@ -59,7 +61,7 @@ func (r *run) pipeSender(ctx context.Context, t *tally, w window, sent *atomic.I
 			return
 		}
 		route := r.route("pipe", (i+j)%routes)
-		err := r.client.send(ctx, route, makePayload("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.since(), r.cfg.Size))
+		err := r.client.Send(ctx, route, makePayload("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.since(), r.cfg.Size))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -76,8 +78,8 @@ func (r *run) pipeSender(ctx context.Context, t *tally, w window, sent *atomic.I
 func (r *run) pipeReceiver(ctx context.Context, t *tally, w window, i int) {
 	route := r.route("pipe", i)
 	for ctx.Err() == nil {
-		m, err := r.client.recv(ctx, route, recvWait)
-		if errors.Is(err, errTimeout) {
+		m, err := r.client.Recv(ctx, route, recvWait)
+		if errors.Is(err, busclient.ErrTimeout) {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -87,9 +89,9 @@ func (r *run) pipeReceiver(ctx context.Context, t *tally, w window, i int) {
 			t.fail(ctx, err)
 			continue
 		}
-		_, sentAt, perr := parsePayload(m.payload)
+		_, sentAt, perr := parsePayload(m.Payload)
 		latency := r.since() - sentAt
-		err = r.client.ack(ctx, route, m.ack)
+		err = r.client.Ack(ctx, route, m.Ack)
 		w.release()
 		switch {
 		case ctx.Err() != nil:
@@ -157,8 +159,8 @@ func (r *run) drain(routes []string) {
 	defer cancel()
 	for _, route := range routes {
 		for route != "" && ctx.Err() == nil {
-			m, err := r.client.recv(ctx, route, 0)
-			if err != nil || r.client.ack(ctx, route, m.ack) != nil {
+			m, err := r.client.Recv(ctx, route, 0)
+			if err != nil || r.client.Ack(ctx, route, m.Ack) != nil {
 				break
 			}
 		}

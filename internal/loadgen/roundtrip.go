@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 )
 
 // recvWait is the timeout_ms of the polls that expect a message at once or
@@ -29,11 +31,11 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 // routes named kind-N, and reports it as name. It also returns the route
 // each sender used last: where a cycle cut short by the deadline can have
 // left its message.
-func (r *run) cycles(ctx context.Context, c *client, name, kind string) (Result, []string, error) {
+func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string) (Result, []string, error) {
 	t := r.tally(name)
 	senders, routes := r.cfg.Senders, r.cfg.Routes
 	last := make([]string, senders)
-	dials := c.dials.Load()
+	dials := c.Dials()
 	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
 			if ctx.Err() != nil {
@@ -58,23 +60,23 @@ func (r *run) cycles(ctx context.Context, c *client, name, kind string) (Result,
 		{"senders", strconv.Itoa(senders)},
 		{"routes", strconv.Itoa(routes)},
 		{"reqs_per_op", "3"},
-		dialsField(t.dials.Add(c.dials.Load()-dials), res.Ops),
+		dialsField(t.dials.Add(c.Dials()-dials), res.Ops),
 	}
 	return res, last, err
 }
 
 // cycle sends one message with id to route through c, polls it back and
 // acks it.
-func (r *run) cycle(ctx context.Context, c *client, route, id string) error {
-	if err := c.send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
+func (r *run) cycle(ctx context.Context, c *busclient.Client, route, id string) error {
+	if err := c.Send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
 		return err
 	}
-	m, err := c.recv(ctx, route, recvWait)
+	m, err := c.Recv(ctx, route, recvWait)
 	if err != nil {
 		return err
 	}
-	got, _, perr := parsePayload(m.payload)
-	if err := c.ack(ctx, route, m.ack); err != nil {
+	got, _, perr := parsePayload(m.Payload)
+	if err := c.Ack(ctx, route, m.Ack); err != nil {
 		return err
 	}
 	if perr != nil || got != id {

@@ -16,6 +16,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // grace is how long workers get to return after a phase's deadline before the
@@ -54,7 +58,7 @@ type Result struct {
 	// Elapsed is the length of the measurement window.
 	Elapsed time.Duration
 	// Latency summarizes the per-operation latencies.
-	Latency Summary
+	Latency latency.Summary
 	// RSSBefore and RSSAfter are the resident memory of the bus's process,
 	// in bytes, around the measurement: 0 when not measured, -1 when this
 	// system cannot tell.
@@ -119,16 +123,16 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 	}()
 	r.url = r.target.url
 	if cfg.Latency > 0 {
-		p, u, err := proxyFor(r.target.url, cfg.Latency)
+		p, u, err := delayproxy.For(r.target.url, cfg.Latency)
 		if err != nil {
 			return nil, err
 		}
-		defer p.close()
+		defer p.Close()
 		r.url = u
 		rep.Target += fmt.Sprintf(", through a proxy adding %v each way", cfg.Latency)
 	}
-	r.client = newClient(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
-	defer r.client.close()
+	r.client = busclient.New(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
+	defer r.client.Close()
 
 	if cfg.Mode == ModeFull {
 		res, ferr := r.full(ctx)
@@ -233,7 +237,7 @@ type run struct {
 
 	target *target
 	url    string // where the load goes: the bus, or the proxy before it
-	client *client
+	client *busclient.Client
 
 	tallies map[string]*tally // by measurement; see run.tally
 }
@@ -265,11 +269,11 @@ func (r *run) openTarget(ctx context.Context) error {
 		r.target = t
 		return nil
 	}
-	c := newClient(r.cfg.URL, false, 1)
-	defer c.close()
-	if err := c.get(ctx, "/healthz"); err != nil {
+	c := busclient.New(r.cfg.URL, false, 1)
+	defer c.Close()
+	if err := c.Get(ctx, "/healthz"); err != nil {
 		// The original bus has no /healthz; its roster answers too.
-		if err2 := c.get(ctx, "/roster"); err2 != nil {
+		if err2 := c.Get(ctx, "/roster"); err2 != nil {
 			return fmt.Errorf("bus at %s does not answer: %v", r.cfg.URL, err)
 		}
 	}
@@ -323,7 +327,7 @@ type tally struct {
 	errs  atomic.Int64
 	dials atomic.Int64 // connections opened
 	sent  atomic.Int64 // pipeline: messages sent
-	rec   *Recorder
+	rec   *latency.Recorder
 
 	mu       sync.Mutex // guards the fields below
 	firstErr string
@@ -332,7 +336,7 @@ type tally struct {
 	rssSet   bool
 }
 
-func newTally() *tally { return &tally{rec: NewRecorder(0)} }
+func newTally() *tally { return &tally{rec: latency.NewRecorder(0)} }
 
 // tally returns the run's tally for the measurement called name, made on
 // first use, so that the rounds of a measurement add up.

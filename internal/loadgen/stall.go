@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // DefaultStallConns is how many connections [ModeStall] stalls of each
@@ -149,21 +151,21 @@ func (r *run) stallOne(ctx context.Context, k stallKind) (Result, error) {
 	r.log.Info("stall: bus started", "kind", k.name, "pid", p.pid(), "addr", p.addr)
 
 	// What every serving bus holds: a few whole requests first.
-	c := newClient("http://"+p.addr, false, 1)
-	defer c.close()
+	c := busclient.New("http://"+p.addr, false, 1)
+	defer c.Close()
 	for range 20 {
-		if err := c.get(ctx, "/healthz"); err != nil {
+		if err := c.Get(ctx, "/healthz"); err != nil {
 			return res, err
 		}
 	}
-	c.close()
+	c.Close()
 	res.RSSBefore = settle(ctx, p.pid())
 	// The load's own connections are closed by now.
 	files := openFiles(p.pid())
 
 	n := r.cfg.Conns
 	start := time.Now()
-	rec := NewRecorder(0)
+	rec := latency.NewRecorder(0)
 	conns, failed, firstErr := stallConns(ctx, p.addr, k, n, rec)
 	defer func() {
 		for _, c := range conns {
@@ -204,7 +206,7 @@ func (r *run) stallOne(ctx context.Context, k stallKind) (Result, error) {
 // stallConns opens n connections to addr, 64 at a time, and stalls each as
 // k says, recording in rec how long each took. It returns those it
 // stalled, and how many failed and why the first did.
-func stallConns(ctx context.Context, addr string, k stallKind, n int, rec *Recorder) (conns []net.Conn, failed int, firstErr string) {
+func stallConns(ctx context.Context, addr string, k stallKind, n int, rec *latency.Recorder) (conns []net.Conn, failed int, firstErr string) {
 	var mu sync.Mutex
 	next := make(chan struct{})
 	var wg sync.WaitGroup

@@ -78,36 +78,30 @@ func startBus(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	srv := bus.New(st, &bus.Options{Logger: logger})
 	metrics.Limits(busmetrics.Limits{QueueCap: cmp.Or(cfg.QueueCap, store.DefaultCap), QueueBytes: route, TotalBytes: total})
 	// Served as interlink-bus serves it, metrics included.
-	return serveTarget(metrics.Handler(srv), desc, logger, srv.Shutdown, cleanup)
+	return serveTarget(metrics.Handler(srv), desc, logger, []*bus.Server{srv}, cleanup)
 }
 
-// serveTarget serves h on a free 127.0.0.1 port. Stopping the target calls
-// shutdown, which ends parked polls, shuts the server down, waiting a
-// little for requests still running, then calls cleanup. When serving
-// cannot start, cleanup is called at once.
-func serveTarget(h http.Handler, desc string, logger *slog.Logger, shutdown func(), cleanup func() error) (*target, error) {
+// serveTarget serves h, the handler of buses, on a free 127.0.0.1 port as
+// interlink-bus serves it ([bus.Serve]). Stopping the target ends the
+// buses' parked polls, shuts serving down, waiting a little for requests
+// still running, then calls cleanup. When serving cannot start, cleanup is
+// called at once.
+func serveTarget(h http.Handler, desc string, logger *slog.Logger, buses []*bus.Server, cleanup func() error) (*target, error) {
 	ln, err := loopbackListen()
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	hs := bus.NewHTTPServer(h, nil)
-	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelDebug)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(bus.Listen(ln, nil)) }()
+	opts := &bus.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	serving := bus.Serve(ln, h, opts, buses...)
 	stop := func() error {
-		shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
-		err := hs.Shutdown(ctx)
-		if err != nil {
-			err = hs.Close()
-		}
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return errors.Join(err, cleanup())
+		// Requests still running at the deadline have their connections
+		// closed; the run that sent them has ended.
+		_ = serving.Shutdown(ctx)
+		return errors.Join(serving.Err(), cleanup())
 	}
-	return &target{url: "http://" + ln.Addr().String(), desc: desc, local: true, stop: stop}, nil
+	return &target{url: serving.URL(), desc: desc, local: true, stop: stop}, nil
 }
 
 // loopbackServer returns the HTTP server of a floor, logging its errors to

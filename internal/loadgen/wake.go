@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // wakeSettle is how long the sender waits after the waiter says it is about
@@ -40,12 +43,12 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	parked := r.rss()
 
 	t := r.tally(string(ModeWake))
-	sends := NewRecorder(0) // how long the /send requests themselves took
+	sends := latency.NewRecorder(0) // how long the /send requests themselves took
 	// The waiter says when it is about to poll, which is also when it has
 	// finished with the previous message; the sender sends only then.
 	ready := make(chan struct{})
 	route := r.route("wake", 0)
-	dials := r.client.dials.Load()
+	dials := r.client.Dials()
 	elapsed, err := r.phase(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			r.wakeSender(ctx, t, sends, route, ready)
@@ -60,7 +63,7 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	res.Extra = []Field{
 		{"idle", strconv.Itoa(r.cfg.Idle)},
 		{"send_p50", formatMillis(sends.Summary().P50)},
-		dialsField(r.client.dials.Load()-dials, res.Ops),
+		dialsField(r.client.Dials()-dials, res.Ops),
 	}
 	if r.cfg.Idle > 0 && parked != 0 {
 		res.Extra = append(res.Extra, Field{"rss_parked", formatBytes(parked)})
@@ -70,7 +73,7 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 }
 
 // wakeSender sends one message each time the waiter is ready.
-func (r *run) wakeSender(ctx context.Context, t *tally, sends *Recorder, route string, ready <-chan struct{}) {
+func (r *run) wakeSender(ctx context.Context, t *tally, sends *latency.Recorder, route string, ready <-chan struct{}) {
 	for j := 0; ; j++ {
 		select {
 		case <-ready:
@@ -79,7 +82,7 @@ func (r *run) wakeSender(ctx context.Context, t *tally, sends *Recorder, route s
 		}
 		sleep(ctx, wakeSettle)
 		start := time.Now()
-		err := r.client.send(ctx, route, makePayload("w-"+strconv.Itoa(j), r.since(), r.cfg.Size))
+		err := r.client.Send(ctx, route, makePayload("w-"+strconv.Itoa(j), r.since(), r.cfg.Size))
 		if ctx.Err() != nil {
 			return
 		}
@@ -101,20 +104,20 @@ func (r *run) wakeWaiter(ctx context.Context, t *tally, route string, ready chan
 		case <-ctx.Done():
 			return
 		}
-		m, err := r.client.recv(ctx, route, recvWait)
+		m, err := r.client.Recv(ctx, route, recvWait)
 		now := r.since()
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errTimeout) {
+		if errors.Is(err, busclient.ErrTimeout) {
 			continue
 		}
 		if err != nil {
 			t.fail(ctx, err)
 			continue
 		}
-		_, sentAt, perr := parsePayload(m.payload)
-		err = r.client.ack(ctx, route, m.ack)
+		_, sentAt, perr := parsePayload(m.Payload)
+		err = r.client.Ack(ctx, route, m.Ack)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -146,14 +149,14 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		close(ch)
 		return ch, err
 	}
-	idle := newClient(r.target.url, false, 0)
+	idle := busclient.New(r.target.url, false, 0)
 	var wg sync.WaitGroup
 	// Once the launching is over, successful or not, done closes when the
 	// polls launched have all returned.
 	defer func() {
 		go func() {
 			wg.Wait()
-			idle.close()
+			idle.Close()
 			close(ch)
 		}()
 	}()
@@ -163,16 +166,16 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		wg.Go(func() {
 			route := r.route("idle", k)
 			for ctx.Err() == nil {
-				_, err := idle.recv(ctx, route, idleWait)
-				if err != nil && !errors.Is(err, errTimeout) {
+				_, err := idle.Recv(ctx, route, idleWait)
+				if err != nil && !errors.Is(err, busclient.ErrTimeout) {
 					sleep(ctx, 100*time.Millisecond)
 				}
 			}
 		})
 		if launched := int64(k + 1); launched%parkBatch == 0 || k == n-1 {
-			for idle.dials.Load() < launched {
+			for idle.Dials() < launched {
 				if time.Now().After(deadline) || ctx.Err() != nil {
-					return ch, fmt.Errorf("wake: only %d of %d idle polls connected within %v", idle.dials.Load(), n, r.cfg.Duration)
+					return ch, fmt.Errorf("wake: only %d of %d idle polls connected within %v", idle.Dials(), n, r.cfg.Duration)
 				}
 				time.Sleep(time.Millisecond)
 			}

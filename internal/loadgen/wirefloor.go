@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"io"
@@ -9,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // wireFloorName names the result of [run.wireFloor].
@@ -27,19 +29,19 @@ func (r *run) wireFloor(ctx context.Context) (res Result, err error) {
 		return Result{Name: wireFloorName}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
-	c := newClient(base, r.cfg.KeepAlive, r.cfg.Senders)
-	defer c.close()
+	c := busclient.New(base, r.cfg.KeepAlive, r.cfg.Senders)
+	defer c.Close()
 	res, _, err = r.cycles(ctx, c, wireFloorName, "wf")
 	return res, err
 }
 
 // wireStub returns a handler that serves /send, /recv and /ack in the bus's
-// wire format, with the bus's statuses, headers and reply shapes, and does
-// nothing else: each route holds the payload sent to it last, /recv returns
-// it at once or answers timeout without waiting, /ack forgets it whatever
-// the key. It checks nothing and understands only the bodies this package
-// sends; anything else gets 400. It stands for no bus: its only use is the
-// wire floor.
+// wire format, decoded and encoded by package wire as the bus does, with
+// the bus's statuses and reply shapes, and does nothing else: each route
+// holds the payload sent to it last, /recv returns it at once or answers
+// timeout without waiting, /ack forgets it whatever the key. A body or
+// query the bus would refuse gets 400. It stands for no bus: its only use
+// is the wire floor.
 func wireStub(now func() time.Time) http.Handler {
 	var (
 		mu    sync.Mutex
@@ -48,34 +50,32 @@ func wireStub(now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/send":
-			route, payload, ok := readBody(r, `{"to":"`, `","payload":`)
-			if !ok {
+			body, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBodyBytes))
+			req, derr := wire.DecodeSend(body)
+			if err != nil || derr != nil {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
 			mu.Lock()
-			heads[route] = payload
+			heads[req.To] = req.Payload
 			mu.Unlock()
 			w.WriteHeader(http.StatusAccepted)
 		case "/recv":
-			route := r.URL.Query().Get("me")
-			if !plainRoute(route) {
+			q, err := wire.DecodeRecvQuery(r.URL.RawQuery, time.Minute)
+			if err != nil {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
 			mu.Lock()
-			payload, ok := heads[route]
+			payload, ok := heads[q.Me]
 			mu.Unlock()
-			body := []byte(`{"status":"timeout"}`)
+			body := []byte(wire.TimeoutAnswer)
 			if ok {
-				body = make([]byte, 0, len(route)+len(payload)+96)
-				body = append(body, `{"ack":"`...)
-				body = append(body, route...)
-				body = append(body, `\u000000000000000000000001","envelope":{"payload":`...)
-				body = append(body, payload...)
-				body = append(body, `,"ts":`...)
-				body = strconv.AppendInt(body, now().UnixMilli(), 10)
-				body = append(body, `},"status":"message"}`...)
+				body, err = wire.RecvMessage(q.Me+"\x00"+"00000000000000000001", wire.Envelope(payload, now().UnixMilli()))
+				if err != nil {
+					w.WriteHeader(http.StatusInternalServerError)
+					return
+				}
 			}
 			h := w.Header()
 			h["Content-Type"] = []string{"application/json"}
@@ -83,47 +83,18 @@ func wireStub(now func() time.Time) http.Handler {
 			w.WriteHeader(http.StatusOK)
 			w.Write(body)
 		case "/ack":
-			route, _, ok := readBody(r, `{"me":"`, `","ack":`)
-			if !ok {
+			body, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBodyBytes))
+			req, derr := wire.DecodeAck(body)
+			if err != nil || derr != nil {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
 			mu.Lock()
-			delete(heads, route)
+			delete(heads, req.Me)
 			mu.Unlock()
 			w.WriteHeader(http.StatusOK)
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
 	})
-}
-
-// readBody reads a request body of the form head ROUTE mid VALUE } and
-// splits it into the route, which must be plain ([plainRoute]), and the
-// value.
-func readBody(r *http.Request, head, mid string) (route string, value []byte, ok bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReply))
-	if err != nil {
-		return "", nil, false
-	}
-	rest, ok := bytes.CutPrefix(body, []byte(head))
-	if !ok || len(rest) == 0 || rest[len(rest)-1] != '}' {
-		return "", nil, false
-	}
-	name, value, ok := bytes.Cut(rest[:len(rest)-1], []byte(mid))
-	if !ok || !plainRoute(string(name)) {
-		return "", nil, false
-	}
-	return string(name), value, true
-}
-
-// plainRoute reports whether route can be written into JSON as it is: no
-// quote, backslash or control character.
-func plainRoute(route string) bool {
-	for i := 0; i < len(route); i++ {
-		if c := route[i]; c < 0x20 || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

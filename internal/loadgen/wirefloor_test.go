@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // The stub answers the load generator's cycle as the bus does: 202 on
@@ -16,11 +19,11 @@ func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
 	srv := httptest.NewServer(wireStub(func() time.Time { return at }))
 	defer srv.Close()
-	c := newClient(srv.URL, true, 1)
-	defer c.close()
+	c := busclient.New(srv.URL, true, 1)
+	defer c.Close()
 	ctx := t.Context()
 
-	if err := c.send(ctx, "bench-r-wf-0", []byte(`{"id":"x","n":[1,2]}`)); err != nil {
+	if err := c.Send(ctx, "bench-r-wf-0", []byte(`{"id":"x","n":[1,2]}`)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.Get(srv.URL + "/recv?me=bench-r-wf-0&timeout_ms=1000")
@@ -32,32 +35,35 @@ func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 	if body != want || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("recv: %d %q %s, want 200 application/json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
 	}
-	if _, ok := parseBusReply([]byte(body)); !ok {
-		t.Errorf("the load generator's quick parser refuses the stub's reply %s", body)
-	}
-	m, err := c.recv(ctx, "bench-r-wf-0", time.Second)
+	m, err := c.Recv(ctx, "bench-r-wf-0", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ack(ctx, "bench-r-wf-0", m.ack); err != nil {
+	if err := c.Ack(ctx, "bench-r-wf-0", m.Ack); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.recv(ctx, "bench-r-wf-0", time.Second); err != errTimeout {
-		t.Errorf("recv after the ack: %v, want %v", err, errTimeout)
+	if _, err := c.Recv(ctx, "bench-r-wf-0", time.Second); err != busclient.ErrTimeout {
+		t.Errorf("recv after the ack: %v, want %v", err, busclient.ErrTimeout)
 	}
 }
 
-func TestWireStubRefusesWhatItDoesNotUnderstand(t *testing.T) {
+// The stub refuses what the bus refuses, by the same decoders, and takes
+// what the bus takes in any form, not only the form the load generator
+// writes.
+func TestWireStubRefusesWhatTheBusRefuses(t *testing.T) {
 	srv := httptest.NewServer(wireStub(time.Now))
 	defer srv.Close()
 	for _, tc := range []struct {
 		path, body string
 		want       int
 	}{
-		{"/send", `{"payload":1,"to":"r"}`, http.StatusBadRequest},
-		{"/send", `{"to":"a\"b","payload":1}`, http.StatusBadRequest},
+		{"/send", `{"payload":1,"to":"r"}`, http.StatusAccepted},
+		{"/send", `{"to":"a\"b","payload":1}`, http.StatusAccepted},
+		{"/send", `{"to":"r"}`, http.StatusBadRequest},
+		{"/send", `{"to":"a\u0000b","payload":1}`, http.StatusBadRequest},
 		{"/send", `{"to":"r","payload":1`, http.StatusBadRequest},
-		{"/ack", `{"ack":"k","me":"r"}`, http.StatusBadRequest},
+		{"/ack", `{"ack":"k","me":"r"}`, http.StatusOK},
+		{"/ack", `{"me":"r"}`, http.StatusBadRequest},
 		{"/roster", ``, http.StatusNotFound},
 	} {
 		resp, err := http.Post(srv.URL+tc.path, "application/json", strings.NewReader(tc.body))
@@ -69,14 +75,23 @@ func TestWireStubRefusesWhatItDoesNotUnderstand(t *testing.T) {
 			t.Errorf("POST %s %s: %d, want %d", tc.path, tc.body, resp.StatusCode, tc.want)
 		}
 	}
-	// A route it could not write into its reply as it is.
-	resp, err := http.Get(srv.URL + "/recv?me=a%22b&timeout_ms=0")
+	// A route with a control character, and one with a quote, which
+	// comes back escaped.
+	resp, err := http.Get(srv.URL + "/recv?me=a%00b&timeout_ms=0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readAll(t, resp)
 	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("GET /recv for a route with a quote: %d, want 400", resp.StatusCode)
+		t.Errorf("GET /recv for a route with a NUL: %d, want 400", resp.StatusCode)
+	}
+	resp, err = http.Get(srv.URL + "/recv?me=a%22b&timeout_ms=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"ack":"a\"b\u000000000000000000000001","envelope":{"payload":1,"ts":`
+	if body := readAll(t, resp); !strings.HasPrefix(body, want) || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /recv for a route with a quote: %d %s, want 200 %s…", resp.StatusCode, body, want)
 	}
 }
 
@@ -84,7 +99,7 @@ func TestWireStubRefusesWhatItDoesNotUnderstand(t *testing.T) {
 // floor beside the loopback floor only.
 func TestReportSetsMeasurementsBesideTheirFloors(t *testing.T) {
 	result := func(name string, ops int64) Result {
-		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: Summary{Count: ops, P50: time.Millisecond}}
+		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: latency.Summary{Count: ops, P50: time.Millisecond}}
 	}
 	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []Result{
 		result("roundtrip", 600), result("floor", 1000), result("wirefloor", 800), result("boltfloor", 300),

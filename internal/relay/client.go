@@ -10,14 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/untrusted"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // Per-request timeouts, applied inside each method on top of the caller's
@@ -209,10 +208,7 @@ func (c *Client) URL() string { return c.base }
 // [*StatusError]; [StatusError.Permanent] tells a refusal from a failure
 // worth retrying.
 func (c *Client) Send(ctx context.Context, route string, payload []byte) error {
-	body, err := identity.Marshal(struct {
-		To      string          `json:"to"`
-		Payload json.RawMessage `json:"payload"`
-	}{route, payload})
+	body, err := wire.SendBody(route, payload)
 	if err != nil {
 		return fmt.Errorf("relay: send: encode: %w", err)
 	}
@@ -239,57 +235,33 @@ type Delivery struct {
 // is a [*StatusError].
 func (c *Client) Recv(ctx context.Context, route string, wait time.Duration) (Delivery, error) {
 	wait = min(max(wait, 0), maxRecvWait)
-	q := url.Values{
-		"me":         {route},
-		"timeout_ms": {strconv.FormatInt(wait.Milliseconds(), 10)},
-	}
-	body, err := c.do(ctx, "recv", http.MethodGet, "/recv?"+q.Encode(), nil, wait+recvGrace, recvLimit)
+	body, err := c.do(ctx, "recv", http.MethodGet, wire.RecvTarget(route, wait), nil, wait+recvGrace, recvLimit)
 	if err != nil {
 		return Delivery{}, err
 	}
-	var reply struct {
-		Status   string  `json:"status"`
-		Ack      *string `json:"ack"`
-		Envelope *struct {
-			Payload json.RawMessage `json:"payload"`
-		} `json:"envelope"`
-	}
-	if err := json.Unmarshal(body, &reply); err != nil {
+	reply, err := wire.DecodeRecvAnswer(body)
+	if err != nil {
 		return Delivery{}, fmt.Errorf("%w: recv from %s: %w", ErrMalformed, c.base, err)
 	}
 	if reply.Status != "message" {
 		return Delivery{}, nil
 	}
-	if reply.Ack == nil {
+	if !reply.HasAck {
 		return Delivery{}, fmt.Errorf("%w: recv from %s: message without an ack key", ErrMalformed, c.base)
 	}
-	d := Delivery{HasMessage: true, Ack: *reply.Ack}
-	if reply.Envelope != nil && string(reply.Envelope.Payload) != "null" {
-		d.Payload = reply.Envelope.Payload
-	}
-	return d, nil
+	return Delivery{HasMessage: true, Ack: reply.Ack, Payload: reply.Payload}, nil
 }
 
 // Ack removes the message with key ack from the queue of route. Acks are
 // idempotent: an unknown key of the right route succeeds.
 func (c *Client) Ack(ctx context.Context, route, ack string) error {
-	// JSON writes the NUL as \u0000, which the bus decodes back to the
-	// same bytes, so the key travels unchanged.
-	body, err := identity.Marshal(struct {
-		Me  string `json:"me"`
-		Ack string `json:"ack"`
-	}{route, ack})
-	if err != nil {
-		return fmt.Errorf("relay: ack: encode: %w", err)
-	}
-	_, err = c.do(ctx, "ack", http.MethodPost, "/ack", body, ackTimeout, 0)
+	_, err := c.do(ctx, "ack", http.MethodPost, "/ack", wire.AppendAck(nil, route, ack), ackTimeout, 0)
 	return err
 }
 
 // Announce posts a signed presence announcement.
 func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
-	a.AgeMS = nil // the relay stamps its own
-	body, err := identity.Marshal(a)
+	body, err := wire.AnnounceBody(a)
 	if err != nil {
 		return fmt.Errorf("relay: announce: encode: %w", err)
 	}
@@ -300,10 +272,7 @@ func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
 // Unregister removes the roster entry of pubkey's session s. The request is
 // unsigned, as the bus checks no signature on it.
 func (c *Client) Unregister(ctx context.Context, pubkey string, s identity.SessionInfo) error {
-	body, err := identity.Marshal(struct {
-		PubKey  string               `json:"pubkey"`
-		Session identity.SessionInfo `json:"session"`
-	}{pubkey, s})
+	body, err := wire.UnregisterBody(pubkey, s)
 	if err != nil {
 		return fmt.Errorf("relay: unregister: encode: %w", err)
 	}
@@ -323,7 +292,7 @@ func (c *Client) Roster(ctx context.Context) ([]json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	elems, err := rosterElements(body)
+	elems, err := wire.RosterElements(body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v (from %s)", ErrMalformed, err, c.base)
 	}
@@ -393,11 +362,6 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 	return b, nil
 }
 
-// maxBodyHeader is the header in which interlink-bus gives the largest
-// /send body it takes (bus.MaxBodyHeader; this package does not import
-// the bus).
-const maxBodyHeader = "Interlink-Max-Body"
-
 // MaxBody returns the largest /send request body the relay takes, as the
 // last of its answers that said so gave it; ok is false when none did,
 // as the original's relays never do (they take 2 MiB). interlink-bus
@@ -412,20 +376,9 @@ func (c *Client) MaxBody() (limit int64, ok bool) {
 
 // noteMaxBody records the relay's limit from h, when h gives one.
 func (c *Client) noteMaxBody(h http.Header) {
-	if n, ok := parseMaxBody(h); ok {
+	if n, ok := wire.ParseMaxBody(h); ok {
 		c.maxBody.Store(n)
 	}
-}
-
-// parseMaxBody reads the relay's limit from h: a positive decimal number
-// of at most 19 digits, nothing else.
-func parseMaxBody(h http.Header) (int64, bool) {
-	v := h.Get(maxBodyHeader)
-	if v == "" || len(v) > 19 || strings.Trim(v, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil && n > 0
 }
 
 // newRequest builds a request whose trace sets reused when it gets a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/untrusted"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // healthTimeout bounds a health check.
@@ -76,11 +77,7 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	if d, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
 		h.Date = d
 	}
-	h.Version = untrusted.Name(resp.Header.Get(versionHeader))
-	h.MaxBody, _ = parseMaxBody(resp.Header)
+	h.Version = untrusted.Name(resp.Header.Get(wire.VersionHeader))
+	h.MaxBody, _ = wire.ParseMaxBody(resp.Header)
 	return h, nil
 }
-
-// versionHeader is the header in which interlink-bus reports its version
-// (bus.VersionHeader; this package does not import the bus).
-const versionHeader = "Interlink-Version"

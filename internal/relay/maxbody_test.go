@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // The client learns a relay's limit on /send bodies from any answer that
@@ -78,7 +79,7 @@ func TestClientLearnsMaxBodyFromTheBus(t *testing.T) {
 	if _, err := c.Roster(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := c.MaxBody(); !ok || n != bus.MaxBodyBytes {
-		t.Fatalf("MaxBody() = %d, %v; want %d", n, ok, bus.MaxBodyBytes)
+	if n, ok := c.MaxBody(); !ok || n != wire.MaxBodyBytes {
+		t.Fatalf("MaxBody() = %d, %v; want %d", n, ok, wire.MaxBodyBytes)
 	}
 }

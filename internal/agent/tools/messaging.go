@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/untrusted"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // MaxSendBody is the largest /send request body send_message accepts to
@@ -293,9 +293,5 @@ func sendBodySize(rt string, msg *identity.Message) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	to, err := json.Marshal(rt)
-	if err != nil {
-		return 0, err
-	}
-	return len(`{"to":,"payload":}`) + len(to) + len(payload), nil
+	return wire.SendBodyLen(rt, len(payload)), nil
 }

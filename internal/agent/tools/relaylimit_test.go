@@ -9,6 +9,7 @@ import (
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // smallValue is what a relay's store takes in these tests, as a NATS
@@ -90,11 +91,11 @@ func TestRelayRefusalForSizeIsVisibleInMessageStatus(t *testing.T) {
 type headerless struct{ http.ResponseWriter }
 
 func (h headerless) WriteHeader(code int) {
-	h.Header().Del(bus.MaxBodyHeader)
+	h.Header().Del(wire.MaxBodyHeader)
 	h.ResponseWriter.WriteHeader(code)
 }
 
 func (h headerless) Write(b []byte) (int, error) {
-	h.Header().Del(bus.MaxBodyHeader)
+	h.Header().Del(wire.MaxBodyHeader)
 	return h.ResponseWriter.Write(b)
 }

@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"net/url"
@@ -16,7 +16,7 @@ import (
 
 // scanObject finds, in body, the raw values of keys (the last one wins when
 // a key repeats, as in the general decoder) and stores them in vals; a key
-// that is absent leaves its value nil. body must have passed checkJSON. It
+// that is absent leaves its value nil. body must have passed CheckJSON. It
 // reports false when body is not an object, or when a key holds an escape,
 // which the general decoder would unescape before comparing.
 func scanObject(body []byte, keys []string, vals [][]byte) bool {
@@ -110,7 +110,7 @@ func skipString(b []byte, i int) int {
 }
 
 // fastString decodes raw, the text of a JSON value from a body that passed
-// checkJSON, as a string. It reports false when raw is not a string.
+// CheckJSON, as a string. It reports false when raw is not a string.
 func fastString(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", false
@@ -151,7 +151,7 @@ func fastString(raw []byte) (string, bool) {
 			r := hex4(in[i+1:])
 			i += 4
 			if utf16.IsSurrogate(r) {
-				// checkJSON let only a high surrogate followed by a
+				// CheckJSON let only a high surrogate followed by a
 				// low one through.
 				r = utf16.DecodeRune(r, hex4(in[i+3:]))
 				i += 6
@@ -170,36 +170,36 @@ var (
 	ackKeys  = []string{"me", "ack"}
 )
 
-// fastSend decodes a /send body that passed checkJSON. It reports false
+// fastSend decodes a /send body that passed CheckJSON. It reports false
 // when the general decoder must decide.
-func fastSend(body []byte) (sendRequest, bool) {
+func fastSend(body []byte) (Send, bool) {
 	var vals [2][]byte
 	if !scanObject(body, sendKeys, vals[:]) || vals[0] == nil || vals[1] == nil {
-		return sendRequest{}, false
+		return Send{}, false
 	}
 	to, ok := fastString(vals[0])
 	if !ok {
-		return sendRequest{}, false
+		return Send{}, false
 	}
-	return sendRequest{to: to, payload: vals[1]}, true
+	return Send{To: to, Payload: vals[1]}, true
 }
 
-// fastAck decodes an /ack body that passed checkJSON. It reports false
+// fastAck decodes an /ack body that passed CheckJSON. It reports false
 // when the general decoder must decide.
-func fastAck(body []byte) (ackRequest, bool) {
+func fastAck(body []byte) (Ack, bool) {
 	var vals [2][]byte
 	if !scanObject(body, ackKeys, vals[:]) || vals[0] == nil || vals[1] == nil {
-		return ackRequest{}, false
+		return Ack{}, false
 	}
 	me, ok := fastString(vals[0])
 	if !ok {
-		return ackRequest{}, false
+		return Ack{}, false
 	}
 	key, ok := fastString(vals[1])
 	if !ok {
-		return ackRequest{}, false
+		return Ack{}, false
 	}
-	return ackRequest{me: me, key: key}, true
+	return Ack{Me: me, Key: key}, true
 }
 
 // fastRecvQuery parses the usual /recv query: me and timeout_ms, each at
@@ -207,7 +207,7 @@ func fastAck(body []byte) (ackRequest, bool) {
 // the general parser then decides on. The route is not checked here.
 func fastRecvQuery(raw string, limit time.Duration) (me string, wait time.Duration, ok bool) {
 	var haveMe, haveWait bool
-	wait = DefaultRecvTimeout
+	wait = DefaultRecvWait
 	for raw != "" {
 		var pair string
 		pair, raw, _ = cut(raw, '&')
@@ -264,9 +264,9 @@ func cut(s string, sep byte) (before, after string, found bool) {
 	return s, "", false
 }
 
-// appendKeyJSON appends key as the JSON string that marshal would make, for
-// the keys the bus hands out: printable ASCII and the NUL. It reports false
-// for anything else, which marshal then encodes.
+// appendKeyJSON appends key as the JSON string that [identity.Marshal]
+// would make, for the keys the bus hands out: printable ASCII and the NUL.
+// It reports false for anything else, which identity.Marshal then encodes.
 func appendKeyJSON(dst []byte, key string) ([]byte, bool) {
 	dst = append(dst, '"')
 	for i := 0; i < len(key); i++ {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // pipeListener is a net.Listener whose connections are the server ends of
@@ -219,7 +221,7 @@ func TestNoBufferBeforeBody(t *testing.T) {
 		bodies[i] = b
 		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/send", b)
 		req.Header.Set("Content-Type", "application/json")
-		req.ContentLength = MaxBodyBytes
+		req.ContentLength = wire.MaxBodyBytes
 		wg.Go(func() { srv.ServeHTTP(httptest.NewRecorder(), req) })
 		<-b.waiting
 	}
@@ -231,6 +233,6 @@ func TestNoBufferBeforeBody(t *testing.T) {
 	per := (after.TotalAlloc - before.TotalAlloc) / requests
 	t.Logf("%d bytes allocated per request waiting for its body", per)
 	if per > 16<<10 {
-		t.Errorf("%d bytes allocated per request that declared %d bytes and sent none", per, MaxBodyBytes)
+		t.Errorf("%d bytes allocated per request that declared %d bytes and sent none", per, wire.MaxBodyBytes)
 	}
 }

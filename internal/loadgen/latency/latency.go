@@ -1,4 +1,6 @@
-package loadgen
+// Package latency collects the latencies of a load run in bounded memory
+// and summarizes them as percentiles.
+package latency
 
 import (
 	"math"

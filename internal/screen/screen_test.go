@@ -1,4 +1,4 @@
-package bus
+package screen
 
 import (
 	"bufio"
@@ -14,7 +14,10 @@ import (
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
-// screened listens on 127.0.0.1 through ScreenHeaders with timeout; the
+// bound is the header bound of the screens in these tests.
+const bound = 8 << 10
+
+// screened listens on 127.0.0.1 through Listen with timeout; the
 // listener is closed at cleanup.
 func screened(t *testing.T, timeout time.Duration) net.Listener {
 	t.Helper()
@@ -23,17 +26,17 @@ func screened(t *testing.T, timeout time.Duration) net.Listener {
 }
 
 // screenedCounted is screened with the screen's counts.
-func screenedCounted(t *testing.T, timeout time.Duration) (net.Listener, *ScreenStats) {
+func screenedCounted(t *testing.T, timeout time.Duration) (net.Listener, *Stats) {
 	t.Helper()
-	if !Screening {
+	if !Enabled {
 		t.Skip("connections are not screened on this system")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := new(ScreenStats)
-	s := ScreenHeaders(ln, timeout, stats)
+	stats := new(Stats)
+	s := Listen(ln, timeout, bound, stats)
 	t.Cleanup(func() { s.Close() })
 	return s, stats
 }
@@ -149,21 +152,21 @@ func headersOf(n int) string {
 func TestScreenHandsOnHeadersUpToTheBound(t *testing.T) {
 	ln := screened(t, time.Minute)
 	acc := acceptAll(ln)
-	req := headersOf(MaxHeaderBytes)
+	req := headersOf(bound)
 	dial(t, ln, req[:1000], req[1000:])
 	next(t, acc)
 }
 
 // TestScreenRefusesHeadersOverTheBound: headers that have not ended after
-// MaxHeaderBytes get the HTTP server's 431 and a closed connection, and
+// bound get the HTTP server's 431 and a closed connection, and
 // never reach the server, whether they would end one byte later or never.
 func TestScreenRefusesHeadersOverTheBound(t *testing.T) {
 	ln, stats := screenedCounted(t, time.Minute)
 	acc := acceptAll(ln)
 	for i, req := range []string{
-		headersOf(MaxHeaderBytes + 1),
-		"GET / HTTP/1.1\r\nX-Long: " + strings.Repeat("a", 1<<20),             // one 1 MiB line
-		"GET / HTTP/1.1\r\n" + strings.Repeat("X-A: b\r\n", MaxHeaderBytes/8), // many small lines
+		headersOf(bound + 1),
+		"GET / HTTP/1.1\r\nX-Long: " + strings.Repeat("a", 1<<20),    // one 1 MiB line
+		"GET / HTTP/1.1\r\n" + strings.Repeat("X-A: b\r\n", bound/8), // many small lines
 	} {
 		c := dial(t, ln)
 		// The client may still be sending when the screen answers.
@@ -313,7 +316,7 @@ func TestScreenPassesAcceptErrorsOnAndGoesOn(t *testing.T) {
 	}
 	failure := errors.New("too many open files")
 	inner := &errListener{err: failure, conns: make(chan net.Conn, 1)}
-	ln := ScreenHeaders(inner, time.Minute, nil)
+	ln := Listen(inner, time.Minute, bound, nil)
 	defer ln.Close()
 	if _, err := ln.Accept(); !errors.Is(err, failure) {
 		t.Fatalf("Accept: %v, want the wrapped listener's error", err)
@@ -329,7 +332,7 @@ func TestScreenPassesAcceptErrorsOnAndGoesOn(t *testing.T) {
 }
 
 // screenCounts waits until stats read waiting and dropped.
-func screenCounts(t *testing.T, stats *ScreenStats, waiting int64, dropped uint64) {
+func screenCounts(t *testing.T, stats *Stats, waiting int64, dropped uint64) {
 	t.Helper()
 	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d connections waiting and %d dropped", waiting, dropped), func() bool {
 		return stats.Waiting() == waiting && stats.Dropped() == dropped

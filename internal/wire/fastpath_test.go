@@ -1,4 +1,4 @@
-package bus
+package wire
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // The fast paths must give exactly what the general decoders give: the
@@ -33,12 +35,12 @@ func FuzzFastBodyDecodersMatch(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fastS, errS := decodeSend(body)
+		fastS, errS := DecodeSend(body)
 		slowS, errS2 := decodeSendSlow(body)
 		if a, b := outcome(fastS, errS), outcome(slowS, errS2); a != b {
 			t.Fatalf("send %q:\nfast    %s\ngeneral %s", body, a, b)
 		}
-		fastA, errA := decodeAck(body)
+		fastA, errA := DecodeAck(body)
 		slowA, errA2 := decodeAckSlow(body)
 		if a, b := outcome(fastA, errA), outcome(slowA, errA2); a != b {
 			t.Fatalf("ack %q:\nfast    %s\ngeneral %s", body, a, b)
@@ -56,8 +58,8 @@ func FuzzFastRecvQueryMatches(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		for _, limit := range []time.Duration{MaxRecvTimeout, time.Millisecond} {
-			fast, err := decodeRecvQuery(raw, limit)
+		for _, limit := range []time.Duration{120 * time.Second, time.Millisecond} {
+			fast, err := DecodeRecvQuery(raw, limit)
 			slow, err2 := decodeRecvQuerySlow(raw, limit)
 			if a, b := outcome(fast, err), outcome(slow, err2); a != b {
 				t.Fatalf("query %q, limit %v:\nfast    %s\ngeneral %s", raw, limit, a, b)
@@ -66,8 +68,8 @@ func FuzzFastRecvQueryMatches(f *testing.F) {
 	})
 }
 
-// The ack key in a /recv answer is the JSON string marshal makes, whether
-// the fast encoder or marshal writes it.
+// The ack key in a /recv answer is the JSON string identity.Marshal makes,
+// whether the fast encoder or identity.Marshal writes it.
 func TestAckKeyEncodingMatchesMarshal(t *testing.T) {
 	keys := []string{
 		"K#s\x0000000000000000000001",
@@ -81,13 +83,13 @@ func TestAckKeyEncodingMatchesMarshal(t *testing.T) {
 		string([]byte{0xff, 0xfe}),
 	}
 	for _, k := range keys {
-		want, err := marshal(k)
+		want, err := identity.Marshal(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, ok := appendKeyJSON([]byte("prefix"), k)
 		// Keys of printable ASCII and NULs are the fast encoder's; it
-		// refuses the rest, which recv hands to marshal.
+		// refuses the rest, which RecvMessage hands to identity.Marshal.
 		plain := !strings.ContainsFunc(k, func(r rune) bool {
 			return r != 0 && (r < 0x20 || r >= 0x80 || r == '"' || r == '\\')
 		})
@@ -98,7 +100,7 @@ func TestAckKeyEncodingMatchesMarshal(t *testing.T) {
 			continue
 		}
 		if string(got) != "prefix"+string(want) {
-			t.Errorf("key %q: fast %s, marshal %s", k, got[len("prefix"):], want)
+			t.Errorf("key %q: fast %s, identity.Marshal %s", k, got[len("prefix"):], want)
 		}
 		var back string
 		if err := json.Unmarshal(got[len("prefix"):], &back); err != nil || back != k {

@@ -1,11 +1,11 @@
-package bus
+package wire
 
 import (
 	"strings"
 	"testing"
 )
 
-// validCases are bodies on both sides of each rule checkJSON enforces.
+// validCases are bodies on both sides of each rule CheckJSON enforces.
 var validCases = []struct {
 	body string
 	ok   bool
@@ -65,16 +65,16 @@ var validCases = []struct {
 	{"\"\xed\xa0\x80\"", false}, // a surrogate written in UTF-8
 	{"\"\xc0\xaf\"", false},     // an overlong encoding
 	{"\xef\xbb\xbf{}", false},   // a byte order mark
-	{strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth), true},
-	{strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1), false},
-	{strings.Repeat(`{"a":`, maxDepth) + "1" + strings.Repeat("}", maxDepth), true},
-	{strings.Repeat(`{"a":`, maxDepth+1) + "1" + strings.Repeat("}", maxDepth+1), false},
+	{strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth), true},
+	{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), false},
+	{strings.Repeat(`{"a":`, MaxDepth) + "1" + strings.Repeat("}", MaxDepth), true},
+	{strings.Repeat(`{"a":`, MaxDepth+1) + "1" + strings.Repeat("}", MaxDepth+1), false},
 }
 
-func TestValidStrictAcceptsWhatCheckJSONAccepts(t *testing.T) {
+func TestValidAcceptsWhatCheckJSONAccepts(t *testing.T) {
 	for _, c := range validCases {
-		if got := validStrict([]byte(c.body)); got != c.ok {
-			t.Errorf("validStrict(%q) = %v, want %v", c.body, got, c.ok)
+		if got := Valid([]byte(c.body)); got != c.ok {
+			t.Errorf("Valid(%q) = %v, want %v", c.body, got, c.ok)
 		}
 		if got := checkJSONSlow([]byte(c.body)) == nil; got != c.ok {
 			t.Errorf("checkJSONSlow(%q) accepts: %v, want %v", c.body, got, c.ok)
@@ -88,7 +88,7 @@ func FuzzValidStrictMatches(f *testing.F) {
 		f.Add([]byte(c.body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fast := validStrict(body)
+		fast := Valid(body)
 		err := checkJSONSlow(body)
 		if fast != (err == nil) {
 			t.Fatalf("%q: one pass accepts %v, three passes say %v", body, fast, err)
@@ -102,7 +102,7 @@ func BenchmarkCheckJSON(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if !validStrict(body) {
+			if !Valid(body) {
 				b.Fatal("refused")
 			}
 		}

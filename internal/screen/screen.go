@@ -1,4 +1,8 @@
-package bus
+// Package screen holds new connections of a listener until their first
+// request's headers have arrived whole and within a bound, so that a
+// client that opens connections and stalls in its headers costs an HTTP
+// server next to nothing. It knows nothing of what the server serves.
+package screen
 
 import (
 	"bytes"
@@ -11,21 +15,25 @@ import (
 )
 
 // screenBuffer is the first size of the buffer a new connection's headers
-// are looked at in; it doubles as they arrive, up to [MaxHeaderBytes].
+// are looked at in; it doubles as they arrive, up to the bound.
 const screenBuffer = 512
 
-// errHeadersTooLarge says that a request's headers did not end within
-// [MaxHeaderBytes].
+// errHeadersTooLarge says that a request's headers did not end within the
+// bound.
 var errHeadersTooLarge = errors.New("request headers too large")
 
-// tooLargeAnswer is what a connection whose first headers are over
-// [MaxHeaderBytes] gets before it is closed: the HTTP server's own answer
-// to headers over its limit, so that a client sees the same whichever of
-// the two refused it.
-const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n" +
-	"Connection: close\r\n\r\n" + tooLargeBody
+// TooLargeBody is the body of net/http's own answer to headers over its
+// limit, 431; the screen answers headers over its bound with it too.
+const TooLargeBody = "431 Request Header Fields Too Large"
 
-// ScreenHeaders wraps ln so that a new connection reaches the HTTP server
+// tooLargeAnswer is what a connection whose first headers are over the
+// bound gets before it is closed: the HTTP server's own answer to headers
+// over its limit, so that a client sees the same whichever of the two
+// refused it.
+const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+	"Connection: close\r\n\r\n" + TooLargeBody
+
+// Listen wraps ln so that a new connection reaches the HTTP server
 // only once its first request's headers have arrived whole. Until then the
 // connection waits on a goroutine of its own, which looks at what has
 // arrived without taking it from the socket, and it is closed if the
@@ -38,9 +46,9 @@ const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-
 // request itself; later requests on a kept connection are left to it and
 // its own header timeout.
 //
-// Headers that do not end within [MaxHeaderBytes] get 431 and the
-// connection is closed, as the HTTP server answers them (its own limit is
-// set to agree, see [NewHTTPServer]). So a connection reaches the server
+// Headers that do not end within maxBytes get 431 and the connection is
+// closed, as the HTTP server answers them (set its own limit to agree). So
+// a connection reaches the server
 // only with its first headers whole and within the bound, which the
 // server then reads at once: its header deadline, which starts afresh,
 // has nothing left to wait for.
@@ -52,17 +60,18 @@ const tooLargeAnswer = "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-
 // When stats is not nil, the screen counts what it does there.
 //
 // Where the socket cannot be looked at without reading it (on Windows),
-// ScreenHeaders returns ln as it is ([Screening] is false).
-func ScreenHeaders(ln net.Listener, timeout time.Duration, stats *ScreenStats) net.Listener {
+// Listen returns ln as it is ([Enabled] is false).
+func Listen(ln net.Listener, timeout time.Duration, maxBytes int, stats *Stats) net.Listener {
 	if !canPeek {
 		return ln
 	}
 	if stats == nil {
-		stats = new(ScreenStats)
+		stats = new(Stats)
 	}
 	s := &screen{
 		Listener: ln,
 		timeout:  timeout,
+		maxBytes: maxBytes,
 		stats:    stats,
 		ready:    make(chan net.Conn),
 		errs:     make(chan error),
@@ -73,13 +82,12 @@ func ScreenHeaders(ln net.Listener, timeout time.Duration, stats *ScreenStats) n
 	return s
 }
 
-// Screening reports whether [ScreenHeaders] screens connections on this
-// system.
-const Screening = canPeek
+// Enabled reports whether [Listen] screens connections on this system.
+const Enabled = canPeek
 
-// ScreenStats counts what a screen ([ScreenHeaders]) does. The zero value
-// is ready to use; it is safe for concurrent use.
-type ScreenStats struct {
+// Stats counts what a screen ([Listen]) does. The zero value is ready to
+// use; it is safe for concurrent use.
+type Stats struct {
 	waiting atomic.Int64
 	dropped atomic.Uint64
 }
@@ -87,22 +95,23 @@ type ScreenStats struct {
 // Waiting returns how many new connections are open and waiting for their
 // first request's headers to be complete. During a flood of connections
 // that send nothing, or next to nothing, this is where they are.
-func (st *ScreenStats) Waiting() int64 { return st.waiting.Load() }
+func (st *Stats) Waiting() int64 { return st.waiting.Load() }
 
 // Dropped returns how many new connections were closed before their first
 // request's headers were complete: at the header deadline, when the client
-// hung up or the connection failed, when the headers went over
-// [MaxHeaderBytes] (the client got 431), or when the listener closed.
-func (st *ScreenStats) Dropped() uint64 { return st.dropped.Load() }
+// hung up or the connection failed, when the headers went over the bound
+// (the client got 431), or when the listener closed.
+func (st *Stats) Dropped() uint64 { return st.dropped.Load() }
 
-// screen is the listener ScreenHeaders returns.
+// screen is the listener Listen returns.
 type screen struct {
 	net.Listener
-	timeout time.Duration
-	stats   *ScreenStats
-	ready   chan net.Conn // connections whose headers are in
-	errs    chan error    // errors from the wrapped listener's Accept
-	done    chan struct{} // closed by Close
+	timeout  time.Duration
+	maxBytes int
+	stats    *Stats
+	ready    chan net.Conn // connections whose headers are in
+	errs     chan error    // errors from the wrapped listener's Accept
+	done     chan struct{} // closed by Close
 
 	closeOnce sync.Once
 	mu        sync.Mutex // guards waiting
@@ -170,7 +179,7 @@ func (s *screen) release(c net.Conn) {
 // whose headers are too large gets 431 first.
 func (s *screen) read(c net.Conn) {
 	defer s.release(c)
-	err := awaitHeaders(c)
+	err := awaitHeaders(c, s.maxBytes)
 	if errors.Is(err, errHeadersTooLarge) {
 		// The socket's send buffer is empty, so the write does not
 		// wait; the deadline is only a guard.

@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
-package bus
+package screen
 
 import "net"
 
@@ -9,7 +9,7 @@ import "net"
 const canPeek = false
 
 // awaitHeaders is never called where canPeek is false.
-func awaitHeaders(net.Conn) error { return nil }
+func awaitHeaders(net.Conn, int) error { return nil }
 
 // drain is never called where canPeek is false.
 func drain(net.Conn) {}

@@ -1,12 +1,62 @@
-package relay
+package wire
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
-// rosterElements returns the raw elements of the "roster" array in body, a
+// The frame of a /roster answer: {"roster":[ENTRY,ENTRY,...]}, each entry
+// {"age_ms":N,FIELDS} with FIELDS the members of an announcement
+// ([Announce.Fields]) and N the milliseconds since it arrived. A bus
+// measures and writes an answer piece by piece, so that no listing copies
+// the roster.
+const (
+	RosterOpen  = `{"roster":[`
+	RosterClose = `]}`
+	// RosterEntryClose ends an entry, after its fields.
+	RosterEntryClose = `}`
+	// RosterEntryOverhead is the most one entry adds to an answer besides
+	// its fields: the age of up to 19 digits (an int64), the punctuation
+	// around it, and the comma that separates it from the next entry.
+	RosterEntryOverhead = len(rosterAgePrefix) + 19 + len(`,`) + len(RosterEntryClose) + len(`,`)
+)
+
+// rosterAgePrefix starts every entry.
+const rosterAgePrefix = `{"age_ms":`
+
+// AppendRosterEntryHead appends what precedes an entry's fields in a
+// /roster answer: the comma after the entry before it unless it is the
+// first, its age, and the comma before its fields unless it has none. The
+// fields and [RosterEntryClose] follow.
+func AppendRosterEntryHead(dst []byte, first bool, ageMs int64, hasFields bool) []byte {
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, rosterAgePrefix...)
+	dst = strconv.AppendInt(dst, ageMs, 10)
+	if hasFields {
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// RosterEntryLen returns how many bytes an entry with fields of fieldsLen
+// bytes adds to a /roster answer; see [AppendRosterEntryHead].
+func RosterEntryLen(first bool, ageMs int64, fieldsLen int) int {
+	var digits [20]byte
+	n := len(rosterAgePrefix) + len(strconv.AppendInt(digits[:0], ageMs, 10)) + len(RosterEntryClose)
+	if !first {
+		n++
+	}
+	if fieldsLen > 0 {
+		n += len(`,`) + fieldsLen
+	}
+	return n
+}
+
+// RosterElements returns the raw elements of the "roster" array in body, a
 // reply to GET /roster: a JSON object whose member "roster" (matched
 // exactly; the last one counts if it appears twice) is an array.
 //
@@ -18,7 +68,7 @@ import (
 // particular no depth limit applies while delimiting, so an element nested
 // deeper than a JSON decoder accepts (encoding/json stops at 10,000 levels)
 // is rejected by itself instead of failing the whole reply.
-func rosterElements(body []byte) ([]json.RawMessage, error) {
+func RosterElements(body []byte) ([]json.RawMessage, error) {
 	s := &jsonScanner{b: body}
 	if !s.consume('{') {
 		if !json.Valid(body) {

@@ -1,4 +1,7 @@
-package loadgen
+// Package delayproxy is a TCP proxy on 127.0.0.1 that delays every byte
+// by a one-way latency, so that a load run on one machine sees the round
+// trips of a network path.
+package delayproxy
 
 import (
 	"bytes"
@@ -11,13 +14,13 @@ import (
 	"time"
 )
 
-// maxLatency bounds the one-way delay of [Config.Latency].
-const maxLatency = 10 * time.Second
+// MaxDelay is the longest one-way delay a proxy is meant for.
+const MaxDelay = 10 * time.Second
 
 // proxyChunk is the most bytes the proxy reads at once.
 const proxyChunk = 32 << 10
 
-// delayProxy is a TCP proxy on 127.0.0.1 that forwards every connection to
+// Proxy is a TCP proxy on 127.0.0.1 that forwards every connection to
 // one target and delays each byte by the same one-way latency in both
 // directions, as a network path of that delay would. Data keeps flowing
 // while earlier data waits out its delay, so the delay adds latency, not a
@@ -29,12 +32,12 @@ const proxyChunk = 32 << 10
 // delays after the connection was accepted (then take their own delay),
 // which makes a new connection cost what it costs on the network: one
 // round trip more than a request on a kept connection.
-type delayProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
 	delay  time.Duration
 
-	accepted atomic.Int64 // connections accepted so far
+	accepted atomic.Int64 // connections accepted so far; see Accepted
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{} // guarded by mu; open connections, both sides
@@ -42,24 +45,24 @@ type delayProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startProxy listens on a free port of 127.0.0.1 and forwards to target, a
+// Start listens on a free port of 127.0.0.1 and forwards to target, a
 // host:port.
-func startProxy(target string, delay time.Duration) (*delayProxy, error) {
-	ln, err := loopbackListen()
+func Start(target string, delay time.Duration) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &delayProxy{ln: ln, target: target, delay: delay, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{ln: ln, target: target, delay: delay, conns: make(map[net.Conn]struct{})}
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
-// addr returns the address clients connect to.
-func (p *delayProxy) addr() string { return p.ln.Addr().String() }
+// Addr returns the address clients connect to.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// close stops accepting, closes every connection and waits for the
+// Close stops accepting, closes every connection and waits for the
 // proxy's goroutines.
-func (p *delayProxy) close() {
+func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.conns {
@@ -72,7 +75,7 @@ func (p *delayProxy) close() {
 
 // track records c as open; it reports false, closing c, once the proxy is
 // closed.
-func (p *delayProxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -83,14 +86,14 @@ func (p *delayProxy) track(c net.Conn) bool {
 	return true
 }
 
-func (p *delayProxy) untrack(c net.Conn) {
+func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.conns, c)
 	c.Close()
 }
 
-func (p *delayProxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -106,7 +109,7 @@ func (p *delayProxy) accept() {
 
 // serve connects c to the target and forwards both ways until both
 // directions are done.
-func (p *delayProxy) serve(c net.Conn) {
+func (p *Proxy) serve(c net.Conn) {
 	defer p.untrack(c)
 	t, err := net.DialTimeout("tcp", p.target, 5*time.Second)
 	if err != nil || !p.track(t) {
@@ -129,7 +132,7 @@ type chunk struct {
 // pipe copies src to dst, each chunk delay after it was read, or after
 // notBefore if that is later. When src ends, dst's write side is closed
 // once everything before has been written; a write error closes both.
-func (p *delayProxy) pipe(dst, src net.Conn, notBefore time.Time) {
+func (p *Proxy) pipe(dst, src net.Conn, notBefore time.Time) {
 	queue := make(chan chunk, 256)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -171,9 +174,9 @@ func (p *delayProxy) pipe(dst, src net.Conn, notBefore time.Time) {
 	wg.Wait()
 }
 
-// proxyFor starts a proxy with the given delay in front of the bus at
+// For starts a proxy with the given delay in front of the bus at
 // base and returns it with the URL that reaches the bus through it.
-func proxyFor(base string, delay time.Duration) (*delayProxy, string, error) {
+func For(base string, delay time.Duration) (*Proxy, string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, "", err
@@ -182,10 +185,13 @@ func proxyFor(base string, delay time.Duration) (*delayProxy, string, error) {
 	if u.Port() == "" {
 		target = net.JoinHostPort(u.Hostname(), "80")
 	}
-	p, err := startProxy(target, delay)
+	p, err := Start(target, delay)
 	if err != nil {
 		return nil, "", err
 	}
-	u.Host = p.addr()
+	u.Host = p.Addr()
 	return p, u.String(), nil
 }
+
+// Accepted returns how many connections the proxy has accepted.
+func (p *Proxy) Accepted() int64 { return p.accepted.Load() }

@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package bus
+package screen
 
 import (
 	"errors"
@@ -16,11 +16,11 @@ const canPeek = true
 
 // awaitHeaders waits until the socket under c holds the end of a request's
 // headers, and leaves every byte where it is. It returns
-// errHeadersTooLarge when MaxHeaderBytes have arrived without the end,
+// errHeadersTooLarge when maxBytes have arrived without the end,
 // and otherwise why it stopped waiting: c's read deadline passed, the
 // client closed the connection, or the socket failed. A connection
 // without a socket to look at is handed on at once.
-func awaitHeaders(c net.Conn) error {
+func awaitHeaders(c net.Conn, maxBytes int) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil
@@ -29,7 +29,7 @@ func awaitHeaders(c net.Conn) error {
 	if err != nil {
 		return nil
 	}
-	buf := make([]byte, screenBuffer)
+	buf := make([]byte, min(screenBuffer, maxBytes))
 	seen := 0 // bytes the last look found
 	var lookErr error
 	err = rc.Read(func(fd uintptr) bool {
@@ -56,11 +56,11 @@ func awaitHeaders(c net.Conn) error {
 			if n < len(buf) {
 				return false
 			}
-			if len(buf) >= MaxHeaderBytes {
+			if len(buf) >= maxBytes {
 				lookErr = errHeadersTooLarge
 				return true
 			}
-			buf = make([]byte, min(2*len(buf), MaxHeaderBytes))
+			buf = make([]byte, min(2*len(buf), maxBytes))
 		}
 	})
 	if err == nil {

@@ -1,4 +1,4 @@
-package loadgen
+package delayproxy
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // reads, then closes its side when the client closes its own.
 func echoServer(t *testing.T) string {
 	t.Helper()
-	ln, err := loopbackListen()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +35,13 @@ func echoServer(t *testing.T) string {
 // The proxy forwards bytes both ways unchanged and in order, passes on a
 // half-close, and counts the connections it accepted.
 func TestProxyForwardsBothWaysAndCounts(t *testing.T) {
-	p, err := startProxy(echoServer(t), time.Millisecond)
+	p, err := Start(echoServer(t), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.close()
+	defer p.Close()
 	for i := range 2 {
-		c, err := net.Dial("tcp", p.addr())
+		c, err := net.Dial("tcp", p.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,18 +60,18 @@ func TestProxyForwardsBothWaysAndCounts(t *testing.T) {
 			t.Fatalf("connection %d: got %d bytes back, want the %d sent", i, len(got), len(want))
 		}
 	}
-	if n := p.accepted.Load(); n != 2 {
+	if n := p.Accepted(); n != 2 {
 		t.Fatalf("accepted %d connections, want 2", n)
 	}
 }
 
 // Closing the proxy ends the connections through it.
 func TestProxyCloseEndsConnections(t *testing.T) {
-	p, err := startProxy(echoServer(t), time.Millisecond)
+	p, err := Start(echoServer(t), time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := net.Dial("tcp", p.addr())
+	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestProxyCloseEndsConnections(t *testing.T) {
 	if _, err := io.ReadFull(c, buf); err != nil {
 		t.Fatal(err)
 	}
-	p.close() // returns only once its goroutines have
+	p.Close() // returns only once its goroutines have
 	if _, err := c.Read(buf); err == nil {
 		t.Fatal("the connection still reads after the proxy closed")
 	}

@@ -1,17 +1,17 @@
-package bus
+package wire
 
 import (
 	"strconv"
 	"unicode/utf8"
 )
 
-// validStrict reports whether checkJSON accepts b: one JSON value with
+// Valid reports whether [CheckJSON] accepts b: one JSON value with
 // optional surrounding whitespace, valid UTF-8, no unpaired surrogate
-// escape, no number beyond float64, nested at most maxDepth deep. It does
-// in one pass, without allocating, what checkJSON's three passes do; those
-// remain to say what is wrong with a body this refuses. A fuzz test holds
-// the two to the same answer.
-func validStrict(b []byte) bool {
+// escape, no number beyond float64, nested at most [MaxDepth] deep. It
+// does in one pass, without allocating, what CheckJSON's three passes do;
+// those remain to say what is wrong with a body this refuses. A fuzz test
+// holds the two to the same answer.
+func Valid(b []byte) bool {
 	i, ok := validValue(b, skipSpace(b, 0), 0)
 	return ok && skipSpace(b, i) == len(b)
 }
@@ -43,7 +43,7 @@ func validValue(b []byte, i, depth int) (int, bool) {
 // validContainer checks the object or array that opens at b[i] and closes
 // with end.
 func validContainer(b []byte, i, depth int, end byte) (int, bool) {
-	if depth >= maxDepth {
+	if depth >= MaxDepth {
 		return i, false
 	}
 	i = skipSpace(b, i+1)
