@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,8 +53,7 @@ type tour struct {
 	out     io.Writer
 	log     *slog.Logger
 	dir     string
-	srv     *http.Server
-	bus     *bus.Server
+	serving *bus.Serving
 	agents  []*agent.Agent
 	clients []*client.Client
 	mu      sync.Mutex
@@ -275,11 +273,9 @@ func (d *tour) startBus() (string, error) {
 		return "", err
 	}
 	opts := &bus.Options{Logger: d.log}
-	d.bus = bus.New(store.NewMemory(&store.Options{Logger: d.log}), opts)
-	d.srv = bus.NewHTTPServer(d.bus, opts)
-	d.srv.RegisterOnShutdown(d.bus.Shutdown)
-	go func() { _ = d.srv.Serve(bus.Listen(ln, opts)) }()
-	return "http://" + ln.Addr().String(), nil
+	srv := bus.New(store.NewMemory(&store.Options{Logger: d.log}), opts)
+	d.serving = bus.Serve(ln, srv, opts, srv)
+	return d.serving.URL(), nil
 }
 
 // newPerson creates a key file and an empty peers.json for name.
@@ -353,9 +349,9 @@ func (d *tour) cleanup() {
 	for _, a := range d.agents {
 		a.Stop()
 	}
-	if d.srv != nil {
+	if d.serving != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = d.srv.Shutdown(ctx)
+		_ = d.serving.Shutdown(ctx)
 		cancel()
 	}
 	if d.dir != "" {
