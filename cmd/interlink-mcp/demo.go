@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/store"
 )
@@ -112,12 +112,9 @@ var stateMeaning = map[string]string{
 // result mean, each the first time it appears, then adds more if it is not
 // empty.
 func (d *demoRun) explainStates(text, more string) {
-	for _, line := range strings.Split(text, "\n") {
-		tag, _, ok := strings.Cut(line, "] Receipt: ")
-		if !ok || !strings.HasPrefix(tag, "[") {
-			continue
-		}
-		tag = tag[1:]
+	lines, _ := receipt.Scan(text) // a receipt that does not parse explains nothing
+	for _, l := range lines {
+		tag := l.Label
 		if meaning, known := stateMeaning[tag]; known && !d.explained[tag] {
 			if d.explained == nil {
 				d.explained = map[string]bool{}
@@ -454,15 +451,12 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// firstReceipt returns the first receipt object in a receive_messages text.
-func firstReceipt(text string) (map[string]any, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		if _, js, ok := strings.Cut(line, "] Receipt: "); ok {
-			var r map[string]any
-			if err := json.Unmarshal([]byte(js), &r); err == nil {
-				return r, true
-			}
+// firstReceipt returns the first receipt in a receive_messages text.
+func firstReceipt(text string) (receipt.Line, bool) {
+	for line := range strings.Lines(text) {
+		if l, err := receipt.Parse(line); err == nil {
+			return l, true
 		}
 	}
-	return nil, false
+	return receipt.Line{}, false
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -218,21 +217,15 @@ func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs
 }
 
 // textlessLine renders what the mailbox keeps of a consumed or superseded
-// message whose text the history did not keep: its label, as
-// [render.Record] gives it, its receipt, and why the text is missing.
+// message whose text the history did not keep: its receipt line, as
+// [render.Record] gives it, and why the text is missing.
 func textlessLine(f *mailbox.Found) string {
-	r := &f.Record
-	label := string(r.State)
-	if r.SupersededBy != "" {
-		label = "superseded by " + r.SupersededBy
-	}
-	receipt, _ := json.Marshal(r.Receipt()) // two strings: cannot fail
 	why := "(consumed or superseded; its text is not in the history)"
 	if f.NotKept {
 		why = fmt.Sprintf("(consumed or superseded; its text is not kept: that day its sender reached what the history keeps "+
 			"of one sender, %d messages or %d MiB)", mailbox.MaxHistoryLines, mailbox.MaxHistoryBytes>>20)
 	}
-	return "[" + render.AttrValue(label) + "] Receipt: " + string(receipt) + "\n" + why
+	return render.ReceiptLine(&f.Record) + "\n" + why
 }
 
 // logLine renders an entry of the outbox's log.
