@@ -207,21 +207,21 @@ func (b *Binding) Session() *Session {
 func (b *Binding) Ready() <-chan struct{} { return b.ready }
 
 // SetSummary sets the summary the session announces: at once when bound,
-// else from the moment it is bound. It returns the summary as kept and the
-// session when it was bound. Too long a summary is
-// [presence.ErrSummaryTooLong], checked the same way in both cases.
-func (b *Binding) SetSummary(summary string) (kept string, s *Session, err error) {
+// else from the moment it is bound. It returns the summary as kept and,
+// when the binding had its session, the session's id. Too long a summary
+// is [presence.ErrSummaryTooLong], checked the same way in both cases.
+func (b *Binding) SetSummary(summary string) (kept, boundID string, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s := b.Session(); s != nil {
 		if err := s.Presence.SetSummary(summary); err != nil {
-			return "", nil, err
+			return "", "", err
 		}
-		return s.Presence.Info().Summary, s, nil
+		return s.Presence.Info().Summary, s.ID, nil
 	}
 	if kept, err = presence.CheckSummary(summary); err != nil {
-		return "", nil, err
+		return "", "", err
 	}
 	b.summary = kept
-	return kept, nil, nil
+	return kept, "", nil
 }

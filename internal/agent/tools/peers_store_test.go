@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
@@ -28,7 +27,7 @@ import (
 // while fail is set.
 type peersFixture struct {
 	p    *Peers
-	s    *session.Session
+	s    *PeersSession
 	fail atomic.Bool
 }
 
@@ -56,7 +55,7 @@ func newPeersFixture(t *testing.T) *peersFixture {
 		t.Fatal(err)
 	}
 	f.p = &Peers{Peers: peers, Signer: me, Name: "bob", Now: time.Now, Queued: func() {}}
-	f.s = &session.Session{ID: "b1", Route: route.New(me.Public().String(), "b1"), Pairing: ps}
+	f.s = &PeersSession{Route: route.New(me.Public().String(), "b1"), Pairing: ps}
 	return f
 }
 
