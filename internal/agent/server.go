@@ -59,9 +59,9 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 			Session: tools.View(b, func(s *session.Session) *tools.MailboxSession {
 				return &tools.MailboxSession{Mailbox: s.Mailbox, Shown: s.Shown, Outbox: s.Outbox}
 			})}).Tools(),
-		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now, Queued: a.pairs.queued,
+		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now,
 			Session: tools.View(b, func(s *session.Session) *tools.PeersSession {
-				return &tools.PeersSession{Route: s.Route, Pairing: s.Pairing, Budget: s.Budget}
+				return &tools.PeersSession{Route: s.Route, Pairing: s.Pairing, Outbox: s.Outbox, Budget: s.Budget}
 			})}).Tools(),
 		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, SetSummary: b.SetSummary,
 			Session: tools.View(b, func(s *session.Session) *tools.PresenceSession {

@@ -11,6 +11,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +109,13 @@ func Open(id string, cfg Config) (*Session, error) {
 		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
+	}
+	// Pairing messages an earlier version queued in the pairing file go
+	// out through the outbox like every other message.
+	if n, err := ps.MoveQueued(context.Background(), own, ob); err != nil {
+		cfg.Logger.Warn("queued pairing messages not moved to the outbox; will retry at the next start", "err", err)
+	} else if n > 0 {
+		cfg.Logger.Info("queued pairing messages moved to the outbox", "count", n)
 	}
 	bud, err := budget.Open(cfg.StateRoot, own, id, &budget.Options{Wake: cfg.Wake, Send: cfg.Send, Now: cfg.Now})
 	if err != nil {

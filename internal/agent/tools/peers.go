@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
@@ -37,8 +38,6 @@ type Peers struct {
 	Name string
 	// Now is the clock of the signed timestamps.
 	Now func() time.Time
-	// Queued tells the sender of the pairing queue that a tool added to it.
-	Queued func()
 	// Session gives what the tools use of the bound session.
 	Session Scope[PeersSession]
 }
@@ -51,6 +50,8 @@ type PeersSession struct {
 	Route route.Route
 	// Pairing holds the session's pairing requests.
 	Pairing *pairing.Store
+	// Outbox sends the knocks and confirmations, like every message.
+	Outbox *outbox.Outbox
 	// Budget tells which peers' wake-ups are paused.
 	Budget *budget.Budget
 }
@@ -140,13 +141,12 @@ func (p *Peers) requestPair(ctx context.Context, s *PeersSession, a requestPairA
 	}
 	targetRoute := route.New(key.String(), knockAt)
 	req := pairing.Request{Key: key.String(), Name: target, RequestID: reqID, ReplyTo: targetRoute.String()}
-	stored, err := s.Pairing.Request(req, func(id string) (pairing.Job, error) {
+	stored, err := s.Pairing.Request(ctx, req, s.Outbox, func(id string) (pairing.Job, error) {
 		return pairing.RequestMessage(p.Signer, key, targetRoute, p.Name, id, s.Route, p.Now())
 	})
 	if err != nil {
 		return "", localState(err)
 	}
-	p.Queued()
 	return fmt.Sprintf("Pairing request to %s (%s…, session %s) queued (request id %s); it is retried until a relay takes it. "+
 		"Once they accept, %s becomes a peer under the petname %q and send_message to it works.",
 		target, key.Fingerprint(), untrusted.Label(knockAt), stored.RequestID, target, target), nil
@@ -217,7 +217,7 @@ func findRequest(s *PeersSession, fp string) (pairing.Request, bool, error) {
 	return pairing.Request{}, false, localState(err)
 }
 
-func (p *Peers) acceptPair(_ context.Context, s *PeersSession, a fingerprintArgs) (string, error) {
+func (p *Peers) acceptPair(ctx context.Context, s *PeersSession, a fingerprintArgs) (string, error) {
 	req, ok, err := findRequest(s, a.Fingerprint)
 	if err != nil {
 		return "", err
@@ -238,7 +238,7 @@ func (p *Peers) acceptPair(_ context.Context, s *PeersSession, a fingerprintArgs
 		return "", localState(err)
 	}
 	var petname string
-	err = s.Pairing.Accept(req, job, func() error {
+	err = s.Pairing.Accept(ctx, req, job, s.Outbox, func() error {
 		var err error
 		petname, err = p.Peers.AddAccepted(req.Name, key)
 		return err
@@ -251,7 +251,6 @@ func (p *Peers) acceptPair(_ context.Context, s *PeersSession, a fingerprintArgs
 	if err != nil {
 		return "", localState(err)
 	}
-	p.Queued()
 	return fmt.Sprintf("%s (%s…) accepted locally and listed as peer %q. A confirmation is queued for the session that asked "+
 		"and retried until a relay takes it.", petname, key.Fingerprint(), petname), nil
 }
