@@ -44,7 +44,8 @@ type Session struct {
 	Shown *mailbox.Shown
 	// Outbox holds what this session sends until a relay takes it.
 	Outbox *outbox.Outbox
-	// Pairing holds the pairing requests and the control-message queue.
+	// Pairing holds the pairing requests; their messages go out through
+	// Outbox.
 	Pairing *pairing.Store
 	// Progress holds the task markers the progress reminder reads.
 	Progress *progress.Markers
