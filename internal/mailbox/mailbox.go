@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox/history"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
@@ -60,7 +61,7 @@ type Mailbox struct {
 	// tombs is the tombstone log and hist the history; guarded by the
 	// file lock, not by mu.
 	tombs *tombLog
-	hist  *histLog
+	hist  *history.Log
 
 	// last is the file as this Mailbox last read or wrote it: a file with
 	// the same bytes decodes to the same document, so decoding it again
@@ -102,7 +103,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	return &Mailbox{
 		path:     path,
 		tombs:    newTombLog(statefile.LockPath(path, "tombstones.jsonl")),
-		hist:     newHistLog(statefile.LockPath(path, "history"), o.Logger),
+		hist:     history.New(statefile.LockPath(path, "history"), func(s string) bool { return State(s).recordState() }, o.Logger),
 		lockPath: statefile.LockPath(path, "lock"),
 		now:      o.Now,
 		newID:    o.NewID,
@@ -245,9 +246,19 @@ func (m *Mailbox) keep(recs []Record) {
 	if len(recs) == 0 {
 		return
 	}
-	if err := m.hist.add(recs, m.nowMS()); err != nil {
+	if err := m.hist.Add(historyLines(recs), m.nowMS()); err != nil {
 		m.log.Warn("mailbox: history not written; the text of consumed messages is not kept", "err", err)
 	}
+}
+
+// historyLines returns the history lines of recs.
+func historyLines(recs []Record) []history.Line {
+	lines := make([]history.Line, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		lines[i] = history.Line{Message: r.Message, Raw: r.raw, Peer: r.Peer, State: string(r.State), SupersededBy: r.SupersededBy}
+	}
+	return lines
 }
 
 // share checks that the sender d.admitted stays within its share after
@@ -568,16 +579,16 @@ func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) int {
 		return n
 	}
 	now := m.nowMS()
-	if err := m.hist.refresh(now); err != nil {
+	if err := m.hist.Refresh(now); err != nil {
 		m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
 		return n
 	}
 	for _, rc := range rest {
-		e, ok := m.hist.index[rc]
-		if !ok || expiredAt(e.ts, now) || e.supersededBy == "" {
+		e, ok := m.hist.Entry(history.Key(rc))
+		if !ok || expiredAt(e.TS, now) || e.SupersededBy == "" {
 			continue
 		}
-		r, ok, err := m.hist.record(rc, e)
+		r, ok, err := m.histRecord(rc, e)
 		if err != nil {
 			m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
 			return n
