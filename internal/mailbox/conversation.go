@@ -112,7 +112,7 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 // [Mailbox.History] does not return them.
 func (m *Mailbox) NotKept(peer string) (days []string, err error) {
 	err = m.view(func(*document) error {
-		if err := m.hist.Refresh(m.nowMS()); err != nil {
+		if err := m.hist.Refresh(identity.Millis(m.now())); err != nil {
 			return err
 		}
 		days = m.hist.FullDays(peer)
@@ -125,7 +125,7 @@ func (m *Mailbox) NotKept(peer string) (days []string, err error) {
 // [Mailbox.History] describes. The lock is held and d's tombstones are
 // current.
 func (m *Mailbox) conversation(d *document, peer string, limit int) ([]Record, error) {
-	now := m.nowMS()
+	now := identity.Millis(m.now())
 	if err := m.hist.Refresh(now); err != nil {
 		return nil, err
 	}
@@ -168,46 +168,47 @@ func (m *Mailbox) conversation(d *document, peer string, limit int) ([]Record, e
 		if it.rec != nil {
 			r := *it.rec
 			if !it.live {
-				m.settle(&r)
+				m.tombs.settle(&r)
 			}
 			out = append(out, r)
 			continue
 		}
-		r, ok, err := m.histRecord(it.rc, it.entry)
+		r, ok, err := historyRecord(m.hist, it.rc, it.entry)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			m.settle(&r)
+			m.tombs.settle(&r)
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-// histRecord returns the message of the history's entry e of rc as a
+// historyRecord returns the message of the entry e of rc in h as a
 // record, with the petname and the state it had when it stopped being
 // unread; false when its line cannot be read back as that message.
-func (m *Mailbox) histRecord(rc Receipt, e history.Entry) (Record, bool, error) {
-	l, ok, err := m.hist.Read(history.Key(rc), e)
+func historyRecord(h *history.Log, rc Receipt, e history.Entry) (Record, bool, error) {
+	l, ok, err := h.Read(history.Key(rc), e)
 	if !ok || err != nil {
 		return Record{}, false, err
 	}
 	return Record{Message: l.Message, Peer: l.Peer, State: State(l.State), SupersededBy: l.SupersededBy, raw: l.Raw}, true, nil
 }
 
-// settle gives r, read from the history, the state its tombstone has now:
-// a message superseded before it was acknowledged is acknowledged since.
-func (m *Mailbox) settle(r *Record) {
-	t, ok := m.tombs.get(r.Receipt())
+// settle gives r, read from the history, the state its tombstone in t has
+// now: a message superseded before it was acknowledged is acknowledged
+// since.
+func (t *tombLog) settle(r *Record) {
+	tb, ok := t.get(r.Receipt())
 	if !ok {
 		return
 	}
-	if t.Acknowledged {
+	if tb.Acknowledged {
 		r.State = StateAcknowledged
 	}
-	if t.SupersededBy != "" {
-		r.SupersededBy = t.SupersededBy
+	if tb.SupersededBy != "" {
+		r.SupersededBy = tb.SupersededBy
 	}
 }
 
@@ -238,7 +239,7 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 		}
 	}
 	err = m.view(func(d *document) error {
-		now := m.nowMS()
+		now := identity.Millis(m.now())
 		for i := range d.legacy {
 			if r := &d.legacy[i]; match(r.Receipt()) && !expiredAt(r.Message.TS, now) {
 				f, ok = Found{Record: *r, Text: true}, true
@@ -255,12 +256,12 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 			}
 			ok = true
 			if e, in := m.hist.Entry(history.Key(rc)); in {
-				r, text, err := m.histRecord(rc, e)
+				r, text, err := historyRecord(m.hist, rc, e)
 				if err != nil {
 					return err
 				}
 				if text {
-					m.settle(&r)
+					m.tombs.settle(&r)
 					f = Found{Record: r, Text: true}
 					return nil
 				}
@@ -281,7 +282,7 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 		if best == nil {
 			return nil
 		}
-		r, text, err := m.histRecord(bestRC, *best)
+		r, text, err := historyRecord(m.hist, bestRC, *best)
 		if err != nil || !text {
 			return err
 		}

@@ -249,7 +249,7 @@ func TestHistoryIsNotReplayState(t *testing.T) {
 		f := newFixture(t)
 		m := f.message(t, msg{id: "m", text: "the real one"})
 		forged := Record{Message: m, Peer: "mallory", State: StateAcknowledged}
-		if err := f.mb.hist.Add(historyLines([]Record{forged}), f.mb.nowMS()); err != nil {
+		if err := f.mb.hist.Add(historyLines([]Record{forged}), identity.Millis(f.mb.now())); err != nil {
 			t.Fatal(err)
 		}
 		if added, err := f.mb.Retain(bg, m, "alice"); err != nil || !added {
@@ -452,7 +452,7 @@ func TestHistoryAfterACrash(t *testing.T) {
 	f := newFixture(t)
 	m := f.retain(t, msg{id: "m"})
 	recs := f.records(t)
-	if err := f.mb.hist.Add(historyLines(recs), f.mb.nowMS()); err != nil {
+	if err := f.mb.hist.Add(historyLines(recs), identity.Millis(f.mb.now())); err != nil {
 		t.Fatal(err)
 	}
 	if got := labels(f.history(t, "alice")); !cmp.Equal(got, map[string]string{"m": "body of m | receiver_stored"}) {

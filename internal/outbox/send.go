@@ -191,7 +191,7 @@ func headOf(d *document, rt string) (*stored, int) {
 // outcome in the file. It reports whether s left the pending state.
 func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	now := o.now()
-	if o.expired(s, now) {
+	if expired(s, now, o.expireAfter) {
 		o.record(s, func(e *stored, d *document, ms uint64) {
 			e.LastError = "no relay accepted it within " + o.expireAfter.String() + " of queueing"
 			finish(d, e, StateExpired, ms)
@@ -290,15 +290,15 @@ func (o *Outbox) record(a *stored, change func(e *stored, d *document, now uint6
 	}
 }
 
-// expired reports whether s has been pending longer than ExpireAfter. An
+// expired reports whether s has been pending longer than after at now. An
 // entry without a queueing time counts from its signature.
-func (o *Outbox) expired(s *stored, now time.Time) bool {
+func expired(s *stored, now time.Time, after time.Duration) bool {
 	since := s.QueuedAt
 	if since == 0 {
 		since = s.TS
 	}
 	ms := identity.Millis(now)
-	return ms > since && ms-since > uint64(max(o.expireAfter.Milliseconds(), 0))
+	return ms > since && ms-since > uint64(max(after.Milliseconds(), 0))
 }
 
 // resignIfOld returns m signed again with the current time when its
@@ -332,7 +332,8 @@ func (o *Outbox) Drain(ctx context.Context) int {
 	o.broadcast()
 	for {
 		changed := o.changed()
-		n, err := o.pendingCount()
+		d, err := o.read()
+		n := d.pendingCount()
 		if err != nil {
 			o.log.Warn("outbox unreadable while draining", "err", err)
 		}
@@ -354,19 +355,15 @@ func (o *Outbox) Drain(ctx context.Context) int {
 	}
 }
 
-// pendingCount returns the number of pending messages in the file.
-func (o *Outbox) pendingCount() (int, error) {
-	d, err := o.read()
-	if err != nil {
-		return 0, err
-	}
+// pendingCount returns the number of pending messages in d.
+func (d *document) pendingCount() int {
 	n := 0
 	for _, s := range d.entries {
 		if s.State == StatePending {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // errText returns err's text cleaned for display and cut to errTextLimit
