@@ -11,7 +11,6 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
-	"github.com/interlink-go/interlink/internal/statefile"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -170,18 +169,6 @@ func (f *fixture) accept(tb testing.TB, req Request, msgID string) Job {
 		tb.Fatal(err)
 	}
 	return job
-}
-
-// save replaces the fixture's file with st.
-func (f *fixture) save(tb testing.TB, st State) {
-	tb.Helper()
-	data, err := encode(st)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := statefile.WriteAtomic(f.store.Path(), data); err != nil {
-		tb.Fatal(err)
-	}
 }
 
 func (f *fixture) load(tb testing.TB) State {
