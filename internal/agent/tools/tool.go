@@ -34,7 +34,9 @@ type Tool struct {
 type Scope[S any] func() *S
 
 // View returns the Scope that gives view(s) once binding has its session
-// s, and nil before. view runs once, on the first call after binding.
+// s, and nil before. The first view made after binding is kept and given
+// to every later call; calls racing to make it may each run view, and all
+// get the one kept.
 func View[S any](binding *session.Binding, view func(s *session.Session) *S) Scope[S] {
 	var got atomic.Pointer[S]
 	return func() *S {
@@ -45,9 +47,10 @@ func View[S any](binding *session.Binding, view func(s *session.Session) *S) Sco
 		if s == nil {
 			return nil
 		}
-		v := view(s)
-		got.Store(v)
-		return v
+		if v := view(s); got.CompareAndSwap(nil, v) {
+			return v
+		}
+		return got.Load()
 	}
 }
 
