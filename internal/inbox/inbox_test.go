@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -300,31 +299,26 @@ func TestListenIsExclusive(t *testing.T) {
 	}
 }
 
-// Wait returns at once what is there, renews on timeout, returns a record
-// appended while it waits, and ends with its context. It runs in a bubble,
-// so the record appended late is late on the bubble's clock.
 func TestWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newInbox(t)
-		batch, renew, err := b.Wait(context.Background(), 50*time.Millisecond, 10*time.Millisecond)
-		if err != nil || !renew || len(batch.Lines) != 0 {
-			t.Errorf("empty Wait = %+v, %v, %v", batch, renew, err)
-		}
-		go func() {
-			time.Sleep(30 * time.Millisecond)
-			_ = b.Append([]byte("late"))
-		}()
-		batch, renew, err = b.Wait(context.Background(), 10*time.Second, 10*time.Millisecond)
-		if err != nil || renew || len(batch.Lines) != 1 {
-			t.Errorf("Wait with a late record = %+v, %v, %v", batch, renew, err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := b.Commit(batch.End); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := b.Wait(ctx, time.Hour, 10*time.Millisecond); !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled Wait: %v", err)
-		}
-	})
+	b := newInbox(t)
+	batch, renew, err := b.Wait(context.Background(), 50*time.Millisecond, 10*time.Millisecond)
+	if err != nil || !renew || len(batch.Lines) != 0 {
+		t.Errorf("empty Wait = %+v, %v, %v", batch, renew, err)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		_ = b.Append([]byte("late"))
+	}()
+	batch, renew, err = b.Wait(context.Background(), 10*time.Second, 10*time.Millisecond)
+	if err != nil || renew || len(batch.Lines) != 1 {
+		t.Errorf("Wait with a late record = %+v, %v, %v", batch, renew, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Commit(batch.End); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Wait(ctx, time.Hour, 10*time.Millisecond); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Wait: %v", err)
+	}
 }
