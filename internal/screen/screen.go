@@ -178,8 +178,10 @@ func (s *screen) release(c net.Conn) {
 // side in the middle of its headers; such a client gets no answer.) One
 // whose headers are too large gets 431 first.
 func (s *screen) read(c net.Conn) {
-	defer s.release(c)
 	err := awaitHeaders(c, s.maxBytes)
+	// No longer awaiting headers either way: released before the hand-over,
+	// so that a request the server answers on c never finds it counted.
+	s.release(c)
 	if errors.Is(err, errHeadersTooLarge) {
 		// The socket's send buffer is empty, so the write does not
 		// wait; the deadline is only a guard.
