@@ -185,7 +185,7 @@ func SealMessage(s *identity.Signer, m *identity.Message, rand io.Reader) (Envel
 	if err != nil { // unreachable after Verify
 		return Envelope{}, fmt.Errorf("%w: to: %w", ErrInnerSignature, err)
 	}
-	inner, err := json.Marshal(m)
+	inner, err := identity.Marshal(m)
 	if err != nil {
 		return Envelope{}, fmt.Errorf("seal: %w", err)
 	}

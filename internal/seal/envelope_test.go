@@ -213,6 +213,11 @@ func TestEnvelopeHidesContent(t *testing.T) {
 	short := mustJSON(t, sealed(t, a, signed(t, a, b.pub(), func(m *identity.Message) { m.Text = "" })))
 	knock := mustJSON(t, sealed(t, a, signed(t, a, b.pub(), func(m *identity.Message) { m.Kind, m.Text = identity.KindPairRequest, "alice" })))
 	longer := mustJSON(t, sealed(t, a, signed(t, a, b.pub(), func(m *identity.Message) { m.Text = strings.Repeat("y", 500) })))
+	// The package doc states this size for every message whose JSON fits
+	// in MinPadded-4 bytes.
+	if len(payload) != 1661 {
+		t.Errorf("a short message travels as %d bytes, the doc says 1661", len(payload))
+	}
 	if len(short) != len(payload) || len(knock) != len(payload) || len(longer) != len(payload) {
 		t.Errorf("sizes differ: empty %d, knock %d, 500 bytes %d, task %d", len(short), len(knock), len(longer), len(payload))
 	}
