@@ -255,3 +255,15 @@ func (r *Recipient) OpenEnvelope(e *Envelope) (identity.Message, error) {
 	}
 	return m, nil
 }
+
+// EnvelopeLen returns the length of the JSON of the envelope that
+// [SealMessage] makes of a message whose own JSON is n bytes and whose
+// timestamp is ts, without sealing anything: what a sealed message costs
+// on the wire, for size checks made before sending.
+func EnvelopeLen(n int, ts uint64) int {
+	const fixed = len(`{"from":"","to":"","ts":,"sealed":"","sig":""}`)
+	keyLen := base64.RawURLEncoding.EncodedLen(identity.KeySize)
+	return fixed + 2*keyLen + len(strconv.FormatUint(ts, 10)) +
+		base64.RawURLEncoding.EncodedLen(SealedLen(n)) +
+		base64.RawURLEncoding.EncodedLen(identity.SignatureSize)
+}

@@ -293,3 +293,27 @@ func TestReasonNamesEverySentinel(t *testing.T) {
 		t.Error("a foreign error has a reason")
 	}
 }
+
+func TestEnvelopeLenIsTheLengthOfTheEnvelopeSealMessageMakes(t *testing.T) {
+	a, b := alice(t), bob(t)
+	for _, n := range []int{0, 1, 900, 1020, 1021, 5000, 70000, 300000} {
+		for _, ts := range []uint64{0, 7, testTS} {
+			m := signed(t, a, b.pub(), func(m *identity.Message) { m.Text = strings.Repeat("y", n); m.TS = ts })
+			if err := a.signer.SignMessage(&m); err != nil {
+				t.Fatal(err)
+			}
+			inner, err := identity.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := SealMessage(a.signer, &m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := len(mustJSON(t, e))
+			if want := EnvelopeLen(len(inner), ts); got != want {
+				t.Errorf("text %d bytes, ts %d: envelope of %d bytes, EnvelopeLen says %d", n, ts, got, want)
+			}
+		}
+	}
+}
