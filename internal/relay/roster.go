@@ -28,7 +28,7 @@ type Entry struct {
 	Live bool
 	// Caps is the announcement's signed capabilities list when CapsSigned
 	// (see [identity.Announcement.VerifiedCaps]), and CapsTS the signing
-	// time of that announcement. When relays disagree, the newest signed
+	// time of that announcement (0 without a signed list). When relays disagree, the newest signed
 	// list any of them served is kept, so a relay that strips the list
 	// cannot hide it while another serves it.
 	Caps       []string
@@ -122,7 +122,7 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 				Session: a.Session,
 				AgeMS:   age,
 				Live:    age < uint64(LiveWindow.Milliseconds()),
-				Caps:    caps, CapsSigned: signed, CapsTS: a.TS,
+				Caps:    caps, CapsSigned: signed, CapsTS: capsTS(signed, a.TS),
 			})
 		}
 		if res.undecodable > 0 || badSig > 0 {
@@ -131,6 +131,14 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 		}
 	}
 	return r
+}
+
+// capsTS is the time of a signed capabilities list, or 0 without one.
+func capsTS(signed bool, ts uint64) uint64 {
+	if signed {
+		return ts
+	}
+	return 0
 }
 
 // Group is one identity on the roster with its sessions.
