@@ -24,6 +24,8 @@ import (
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/runlock"
+	"github.com/interlink-go/interlink/internal/seal"
+	"github.com/interlink-go/interlink/internal/sealcap"
 )
 
 // Agent is one session's interlink agent. It wires the parts together and
@@ -40,6 +42,8 @@ type Agent struct {
 	gate    *gate.Gate      // one for every relay loop
 	sticky  *inbound.Sticky // one for every relay loop
 	knocks  *inbound.Knocks // one for every relay loop
+	sealing *sealcap.Store  // which keys accept sealed messages
+	opener  *seal.Recipient // opens sealed messages to this identity
 	binding *session.Binding
 	client  *clientLink
 	mcp     *server.MCPServer
@@ -101,6 +105,15 @@ func New(cfg Config) (*Agent, error) {
 		stopping: make(chan struct{}),
 		stopDone: make(chan struct{}),
 	}
+	if a.sealing, err = sealcap.Open(cfg.StateRoot, signer.Public(), t.Now); err != nil {
+		return nil, fmt.Errorf("local state: %w", err)
+	}
+	seed := signer.Seed()
+	a.opener, err = seal.NewRecipient(seed)
+	clear(seed)
+	if err != nil {
+		return nil, &SettingError{Setting: "key file", Flag: "--key", Env: "INTERLINK_KEY", Err: err}
+	}
 	if strings.TrimSpace(a.name) == "" {
 		a.name = signer.Public().Fingerprint()
 	}
@@ -111,6 +124,7 @@ func New(cfg Config) (*Agent, error) {
 		StateRoot: cfg.StateRoot, Signer: signer, Relays: a.relays, Name: a.name, Cwd: cfg.Cwd,
 		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
 		Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
+		Sealing: a.sealing,
 	})
 	if a.mcp, a.checker, err = a.newServer(); err != nil {
 		return nil, err
@@ -210,6 +224,8 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 			Notify:     host.pairing,
 			Delivered:  func(d *gate.Decision) { a.delivered(s, d) },
 			Dropped:    a.cfg.Dropped,
+			Recipient:  a.opener,
+			SealedFrom: a.sealedFrom,
 			Logger:     a.log,
 			PollWait:   t.PollWait,
 			RetryDelay: t.RetryDelay,
@@ -220,6 +236,21 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 		a.workers.Go(func() { host.run(ctx) })
 	}
 }
+
+// sealedFrom records that sender, whose sealed message signed at ts the
+// gate admitted, accepts sealed messages.
+func (a *Agent) sealedFrom(sender identity.PublicKey, ts uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), sealcapTimeout)
+	defer cancel()
+	if changed, err := a.sealing.Learn(ctx, sender, ts, true); err != nil {
+		a.log.Warn("sealed sender not recorded", "sender", sender.Fingerprint(), "err", err)
+	} else if changed {
+		a.log.Info("peer accepts sealed messages", "sender", sender.Fingerprint())
+	}
+}
+
+// sealcapTimeout bounds the wait for the capabilities file's lock.
+const sealcapTimeout = 5 * time.Second
 
 // markRunning marks this process as a server of session s, with a lock
 // file beside the session's mailbox (see [runlock]), until ctx ends, so

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/seal"
 )
 
 // The handshake survives a restart of the accepting side, both before the
@@ -72,9 +74,10 @@ func TestPairingSurvivesRestartsOfTheAcceptingSide(t *testing.T) {
 // and session.
 func TestAKnockMadeWhileTheRelayIsDownGoesOutOnceFromOneProcess(t *testing.T) {
 	sw := agenttest.NewSwitchable()
-	posts := &postCounter{}
-	url := bustest.Start(t, &bustest.Options{Wrap: func(h http.Handler) http.Handler { return posts.wrap(sw.Wrap(h)) }})
 	alice, bob := agenttest.NewIdent(t), agenttest.NewIdent(t)
+	// Bob announces that he takes sealed mail, so the knock goes sealed.
+	posts := &postCounter{openers: []*seal.Recipient{opener(t, bob)}}
+	url := bustest.Start(t, &bustest.Options{Wrap: func(h http.Handler) http.Handler { return posts.wrap(sw.Wrap(h)) }})
 	b := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Edit: func(c *agent.Config) { c.Name = "bob" }})
 	agenttest.OnRoster(t, url, bob.Key(), "b1")
 	root := t.TempDir()
@@ -122,10 +125,13 @@ func TestAKnockMadeWhileTheRelayIsDownGoesOutOnceFromOneProcess(t *testing.T) {
 	}
 }
 
-// postCounter counts, per msg_id, the posts to /send a bus accepted.
+// postCounter counts, per msg_id, the posts to /send a bus accepted. A
+// sealed post counts under the msg_id inside, when one of openers opens
+// it.
 type postCounter struct {
-	mu     sync.Mutex
-	bodies [][]byte
+	openers []*seal.Recipient // fixed before use
+	mu      sync.Mutex
+	bodies  [][]byte
 }
 
 func (p *postCounter) wrap(h http.Handler) http.Handler {
@@ -158,6 +164,19 @@ func (p *postCounter) accepted(msgID string) int {
 	for _, b := range p.bodies {
 		if bytes.Contains(b, []byte(msgID)) {
 			n++
+			continue
+		}
+		var req struct {
+			Payload json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(b, &req) != nil {
+			continue
+		}
+		for _, o := range p.openers {
+			if m, err := seal.OpenMessage(o, req.Payload); err == nil && m.MsgID == msgID {
+				n++
+				break
+			}
 		}
 	}
 	return n

@@ -53,18 +53,18 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 	// nothing else.
 	groups := [][]tools.Tool{
 		(&tools.Messaging{Peers: a.peers, Relays: a.relays, Signer: a.signer, Sticky: a.sticky, Now: now, Log: a.log,
-			Session: tools.View(b, func(s *session.Session) *tools.MessagingSession {
+			Sealing: a.sealing, Session: tools.View(b, func(s *session.Session) *tools.MessagingSession {
 				return &tools.MessagingSession{ID: s.ID, Route: s.Route, Outbox: s.Outbox, Budget: s.Budget, Progress: s.Progress}
 			})}).Tools(),
 		(&tools.Mailbox{
 			Session: tools.View(b, func(s *session.Session) *tools.MailboxSession {
 				return &tools.MailboxSession{Mailbox: s.Mailbox, Shown: s.Shown, Outbox: s.Outbox}
 			})}).Tools(),
-		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now,
+		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now, Sealing: a.sealing,
 			Session: tools.View(b, func(s *session.Session) *tools.PeersSession {
 				return &tools.PeersSession{Route: s.Route, Pairing: s.Pairing, Outbox: s.Outbox, Budget: s.Budget}
 			})}).Tools(),
-		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, SetSummary: b.SetSummary,
+		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, SetSummary: b.SetSummary, Sealing: a.sealing,
 			Session: tools.View(b, func(s *session.Session) *tools.PresenceSession {
 				return &tools.PresenceSession{ID: s.ID}
 			})}).Tools(),

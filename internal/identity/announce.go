@@ -23,13 +23,105 @@ type SessionInfo struct {
 // stamps AgeMS when it lists the roster; AgeMS is not signed. Session titles
 // of some older versions (title, title_sig) are never written and are
 // ignored on receipt.
+//
+// Caps and CapsSig are the capabilities extension: what the session
+// accepts beyond the original's format (see [CapSealed]), signed apart
+// from the main signature and bound to it ([Signer.AnnounceCaps],
+// [Announcement.VerifiedCaps]). An announcement without them is byte for
+// byte the original's; clients that do not know them ignore both keys and
+// verify the unchanged main signature.
 type Announcement struct {
 	PubKey  string      `json:"pubkey"`
 	Name    string      `json:"name"`
 	Session SessionInfo `json:"session"`
 	TS      uint64      `json:"ts"`
 	Sig     string      `json:"sig"`
+	Caps    []string    `json:"caps,omitempty"`
+	CapsSig string      `json:"caps_sig,omitempty"`
 	AgeMS   *uint64     `json:"age_ms,omitempty"`
+}
+
+// CapsDomain starts the bytes the capabilities signature covers:
+//
+//	"interlink-announce-caps-v1\x00" ‖ sig(64) ‖ u32le(n) ‖ LP(cap_1) … LP(cap_n)
+//
+// where sig is the raw main signature of the same announcement, so the
+// list cannot be moved to another announcement, another session or
+// another key.
+const CapsDomain = "interlink-announce-caps-v1\x00"
+
+// CapSealed is the capability of a session that accepts sealed messages
+// (package seal).
+const CapSealed = "sealed-v1"
+
+// Bounds of the capabilities extension on receipt; a list beyond them is
+// ignored as if absent.
+const (
+	MaxCaps   = 16
+	MaxCapLen = 64
+)
+
+// capsBytes returns what the capabilities signature covers.
+func capsBytes(mainSig []byte, caps []string) []byte {
+	b := make([]byte, 0, len(CapsDomain)+SignatureSize+4+len(caps)*(4+MaxCapLen))
+	b = append(b, CapsDomain...)
+	b = append(b, mainSig...)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(caps)))
+	for _, c := range caps {
+		b = appendLP(b, c)
+	}
+	return b
+}
+
+// AnnounceCaps returns [Signer.Announce] with the capabilities caps added
+// and signed (an empty list is a signed statement that the session accepts
+// nothing beyond the original's format). Receivers that do not know the
+// extension see the same announcement as Announce makes.
+func (s *Signer) AnnounceCaps(name string, sess SessionInfo, ts uint64, caps []string) Announcement {
+	a := s.Announce(name, sess, ts)
+	sig, _ := DecodeBase64(a.Sig) // just encoded
+	a.Caps = append([]string{}, caps...)
+	a.CapsSig = EncodeBase64(s.Sign(capsBytes(sig, a.Caps)))
+	return a
+}
+
+// VerifiedCaps returns the capabilities of a when its main signature and
+// its capabilities signature both verify; ok is false when a carries no
+// signed list (absent, unsigned, wrongly signed, or over [MaxCaps] entries
+// of [MaxCapLen] bytes). A relay can strip the list, but not add to it,
+// change it or move it from another announcement.
+func (a *Announcement) VerifiedCaps() (caps []string, ok bool) {
+	if a.CapsSig == "" || len(a.Caps) > MaxCaps {
+		return nil, false
+	}
+	for _, c := range a.Caps {
+		if len(c) > MaxCapLen {
+			return nil, false
+		}
+	}
+	key, err := a.Verify()
+	if err != nil {
+		return nil, false
+	}
+	mainSig, err := DecodeBase64(a.Sig)
+	if err != nil {
+		return nil, false
+	}
+	sig, err := DecodeBase64(a.CapsSig)
+	if err != nil || !VerifyStrict(key[:], capsBytes(mainSig, a.Caps), sig) {
+		return nil, false
+	}
+	return a.Caps, true
+}
+
+// HasCap reports whether caps lists c.
+func HasCap(caps []string, c string) bool {
+	for _, x := range caps {
+		if x == c {
+			return true
+		}
+	}
+	return false
 }
 
 // announceBytes returns the signed encoding:
@@ -104,7 +196,9 @@ func (a Announcement) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes an announcement strictly; every error wraps
 // [ErrDecode]. pubkey, name, ts and sig are required; an absent session means
 // an empty one; inside it session_id is required and the other fields
-// default to empty. Unknown keys, among them title and title_sig, are
+// default to empty. caps and caps_sig are read when well-formed and
+// otherwise dropped (see [Announcement.VerifiedCaps]). Unknown keys,
+// among them title and title_sig, are
 // ignored.
 func (a *Announcement) UnmarshalJSON(data []byte) error {
 	f, err := decodeObject(data)
@@ -131,6 +225,7 @@ func (a *Announcement) UnmarshalJSON(data []byte) error {
 	if ok {
 		out.AgeMS = &age
 	}
+	out.Caps, out.CapsSig = decodeCaps(f)
 	if raw, ok := f["session"]; ok {
 		if out.Session, err = decodeSession(raw); err != nil {
 			return err
@@ -138,6 +233,25 @@ func (a *Announcement) UnmarshalJSON(data []byte) error {
 	}
 	*a = out
 	return nil
+}
+
+// decodeCaps reads the capabilities extension. A list or signature of
+// another shape is dropped as if absent, so that junk added to an
+// announcement never hides the announcement itself.
+func decodeCaps(f fields) ([]string, string) {
+	sig, err := f.str("caps_sig", false)
+	if err != nil || sig == "" {
+		return nil, ""
+	}
+	raw, ok := f["caps"]
+	if !ok { // an empty list is written without the key
+		return []string{}, sig
+	}
+	var caps []string
+	if err := json.Unmarshal(raw, &caps); err != nil || caps == nil {
+		return nil, ""
+	}
+	return caps, sig
 }
 
 func decodeSession(raw json.RawMessage) (SessionInfo, error) {

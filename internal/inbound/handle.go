@@ -3,6 +3,7 @@ package inbound
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/seal"
 )
 
 // pendingCommit is an admitted message whose local commit has not finished.
@@ -38,7 +40,14 @@ type pendingCommit struct {
 //
 // In order:
 //   - a message without a payload is acknowledged;
-//   - a payload that is not a signed message, or whose msg_id is longer
+//   - a payload that is not a signed message is opened as a sealed one
+//     (see package seal): its envelope's signature, its recipient, its
+//     decryption, its inner signature and the match between the two are
+//     checked in that order, and a failure is logged and counted with
+//     reason "sealed_" and the step's name ([seal.Reason]), and
+//     acknowledged. What opens goes on as a plaintext message would,
+//     from the next step;
+//   - a payload that is neither, or whose msg_id is longer
 //     than [identity.MaxReceivedMsgID], is logged with reason "undecodable"
 //     and acknowledged;
 //   - loopback guard: a message from the own key whose reply_to names this
@@ -78,10 +87,18 @@ func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err erro
 	l.pending = nil
 
 	m, err := identity.DecodeMessage(d.Payload)
+	sealed := false
 	if err != nil {
-		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload))
-		l.cfg.Dropped(&identity.Message{}, "undecodable")
-		return true, nil
+		if m, err = l.open(d.Payload); err != nil {
+			reason := "undecodable"
+			if !errors.Is(err, errNotSealed) {
+				reason = "sealed_" + seal.Reason(err)
+			}
+			l.log.Info("message dropped", "reason", reason, "bytes", len(d.Payload), "err", err)
+			l.cfg.Dropped(&identity.Message{}, reason)
+			return true, nil
+		}
+		sealed = true
 	}
 	if len(m.MsgID) > identity.MaxReceivedMsgID {
 		l.log.Info("message dropped", "reason", "undecodable", "bytes", len(d.Payload),
@@ -103,12 +120,46 @@ func (l *Loop) Handle(ctx context.Context, d relay.Delivery) (ack bool, err erro
 		l.cfg.Dropped(&m, gate.Reason(err))
 		return true, nil
 	}
+	if sealed {
+		// The sender proved, by a signature of its own, that it seals;
+		// replies to it are sealed from now on.
+		l.cfg.SealedFrom(dec.Sender, m.TS)
+	}
 	p := &pendingCommit{payload: bytes.Clone(d.Payload), d: dec}
 	ack, err = l.commit(ctx, p)
 	if err != nil {
 		l.pending = p
 	}
 	return ack, err
+}
+
+// errNotSealed: a payload that is neither a message nor a sealed one.
+var errNotSealed = errors.New("inbound: not a sealed message")
+
+// open opens payload, which did not decode as a message, as a sealed
+// message addressed to this identity ([seal.OpenMessage]): the envelope's
+// signature is checked before anything is decrypted, and the inner
+// message's signature before it is returned. A payload without a "sealed"
+// member, or any payload when Config.Recipient is nil, is errNotSealed.
+func (l *Loop) open(payload []byte) (identity.Message, error) {
+	if l.cfg.Recipient == nil {
+		return identity.Message{}, errNotSealed
+	}
+	m, err := seal.OpenMessage(l.cfg.Recipient, payload)
+	if errors.Is(err, seal.ErrMalformed) && !hasMember(payload, "sealed") {
+		return identity.Message{}, errNotSealed
+	}
+	return m, err
+}
+
+// hasMember reports whether payload is a JSON object with a member name.
+func hasMember(payload []byte, name string) bool {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(payload, &f) != nil {
+		return false
+	}
+	_, ok := f[name]
+	return ok
 }
 
 // loopback reports whether m is one of our own messages come back to the

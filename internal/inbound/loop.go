@@ -14,6 +14,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/seal"
 )
 
 // Defaults of [Config].
@@ -68,6 +69,14 @@ type Config struct {
 	// a message over its sender's share of the mailbox, with reason
 	// "over_share".
 	Dropped func(m *identity.Message, reason string)
+	// Recipient opens sealed messages addressed to the own identity; nil
+	// drops them as undecodable, as the original does.
+	Recipient *seal.Recipient
+	// SealedFrom, if set, is called for every sealed message the gate
+	// admitted, with its authenticated sender and signing time: proof
+	// that the sender accepts sealed messages (see package sealcap). It
+	// must not block for long.
+	SealedFrom func(sender identity.PublicKey, ts uint64)
 	// Logger receives events; nil discards them.
 	Logger *slog.Logger
 	// PollWait is how long one long-poll waits; zero means
@@ -109,6 +118,9 @@ func New(cfg Config) *Loop {
 	}
 	if cfg.Dropped == nil {
 		cfg.Dropped = func(*identity.Message, string) {}
+	}
+	if cfg.SealedFrom == nil {
+		cfg.SealedFrom = func(identity.PublicKey, uint64) {}
 	}
 	if cfg.Knocks == nil {
 		cfg.Knocks = NewKnocks(nil)

@@ -75,6 +75,14 @@
 // already held by a relay is not renewed; the receiver judges freshness when
 // it takes the message.
 //
+// # Sealing
+//
+// With [Options.Seal] set, every attempt passes the (possibly re-signed)
+// message through it, which seals it to a recipient known to accept sealed
+// messages (package sealcap) and leaves it as it is otherwise. The file
+// keeps the plaintext signed message, so a re-signed message is sealed
+// again, and sealing is decided afresh at each attempt.
+//
 // # Pairing messages
 //
 // Knocks and confirmations of pairing (package pairing) are queued here too,

@@ -157,6 +157,14 @@ type Options struct {
 	LockRetry time.Duration
 	// Logger receives delivery events. Nil discards them.
 	Logger *slog.Logger
+	// Seal, if set, turns the signed message m and its JSON plain into
+	// the payload of an attempt, sealing it when its recipient accepts
+	// sealed messages (see package sealcap), and says whether it did. It
+	// runs at every attempt, after re-signing, so a re-signed message is
+	// sealed again, and a recipient learned to seal after the message was
+	// queued gets it sealed. An error keeps the message pending. Nil sends
+	// plain.
+	Seal func(m *identity.Message, plain []byte) (payload []byte, sealed bool, err error)
 }
 
 // Outbox is the durable outbox of one identity and session. It is safe for
@@ -177,6 +185,7 @@ type Outbox struct {
 	watchEvery  time.Duration
 	lockRetry   time.Duration
 	log         *slog.Logger
+	seal        func(m *identity.Message, plain []byte) ([]byte, bool, error)
 
 	// draining makes the workers retry every DrainRetryEvery.
 	draining atomic.Bool
@@ -221,6 +230,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 		watchEvery:  cmp.Or(opts.WatchEvery, DefaultWatchEvery),
 		lockRetry:   cmp.Or(opts.LockRetry, DefaultLockRetry),
 		log:         opts.Logger,
+		seal:        opts.Seal,
 		wake:        make(chan struct{}),
 		last:        statefile.NewCache(func(d document) document { return d.clone() }),
 	}

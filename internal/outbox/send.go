@@ -217,9 +217,22 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 			return false
 		}
 	}
+	wirePayload, sealed := payload, false
+	if o.seal != nil {
+		if wirePayload, sealed, err = o.seal(&m, payload); err != nil {
+			// Sent as plaintext, it could reach a peer that asked for
+			// sealed mail; so it waits for the next attempt.
+			o.log.Error("outbox: message not sealed; kept for the next attempt", "msg_id", s.MsgID, "err", err)
+			o.record(s, func(e *stored, d *document, ms uint64) {
+				e.Attempts++
+				e.LastError = "not sealed: " + err.Error()
+			})
+			return false
+		}
+	}
 	var out relay.Outcome
 	if len(o.relays) > 0 {
-		out = relay.Post(ctx, o.relays, s.Route, payload)
+		out = relay.Post(ctx, o.relays, s.Route, wirePayload)
 	}
 	if !out.OK() && ctx.Err() != nil {
 		// Stopped mid-attempt: the failures say nothing about the relays.
@@ -255,7 +268,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	})
 	switch {
 	case out.OK():
-		o.log.Info("message accepted", "msg_id", s.MsgID, "relay", strings.Join(out.Accepted, " "), "attempts", attempts)
+		o.log.Info("message accepted", "msg_id", s.MsgID, "relay", strings.Join(out.Accepted, " "), "attempts", attempts, "sealed", sealed)
 		return true
 	case out.Refused():
 		o.log.Warn("message rejected", "msg_id", s.MsgID, "reason", reason)

@@ -40,6 +40,14 @@ type Options struct {
 	// Logger receives debug events about failed requests; nil discards
 	// them.
 	Logger *slog.Logger
+	// Caps, if not nil, is the capabilities list every announcement
+	// carries, signed ([identity.Signer.AnnounceCaps]); nil announces
+	// without the extension, as the original does.
+	Caps []string
+	// Seal, if set, makes the payload of each goodbye, sealing it to a
+	// recipient that accepts sealed messages (as [outbox.Options.Seal]
+	// does); nil sends goodbyes plain.
+	Seal func(m *identity.Message, plain []byte) (payload []byte, sealed bool, err error)
 }
 
 // Announcer publishes one session's presence on a set of relays. Its
@@ -53,6 +61,8 @@ type Announcer struct {
 	every  time.Duration
 	now    func() time.Time
 	log    *slog.Logger
+	caps   []string
+	seal   func(m *identity.Message, plain []byte) ([]byte, bool, error)
 	// kick holds at most one pending request for an early announcement.
 	kick chan struct{}
 
@@ -80,6 +90,8 @@ func New(relays []*relay.Client, signer *identity.Signer, name string, info iden
 			a.now = opts.Now
 		}
 		a.log = opts.Logger
+		a.caps = opts.Caps
+		a.seal = opts.Seal
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -154,7 +166,11 @@ func (a *Announcer) announce(ctx context.Context) {
 		return
 	}
 	info := a.Info()
-	ann := a.signer.Announce(a.name, info, identity.Millis(a.now()))
+	ts := identity.Millis(a.now())
+	ann := a.signer.Announce(a.name, info, ts)
+	if a.caps != nil {
+		ann = a.signer.AnnounceCaps(a.name, info, ts, a.caps)
+	}
 	var wg sync.WaitGroup
 	for _, c := range a.relays {
 		wg.Go(func() {

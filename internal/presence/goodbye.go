@@ -76,6 +76,10 @@ func (a *Announcer) goodbyeMessage(key identity.PublicKey, ownRoute route.Route,
 	// The reply hint is not signed, so it is set after signing.
 	m.ReplyTo = ownRoute.String()
 	b, err := json.Marshal(m)
+	if err != nil || a.seal == nil {
+		return b, id, err
+	}
+	b, _, err = a.seal(&m, b)
 	return b, id, err
 }
 

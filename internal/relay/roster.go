@@ -26,6 +26,14 @@ type Entry struct {
 	AgeMS uint64
 	// Live reports whether AgeMS is below LiveWindow.
 	Live bool
+	// Caps is the announcement's signed capabilities list when CapsSigned
+	// (see [identity.Announcement.VerifiedCaps]), and CapsTS the signing
+	// time of that announcement (0 without a signed list). When relays disagree, the newest signed
+	// list any of them served is kept, so a relay that strips the list
+	// cannot hide it while another serves it.
+	Caps       []string
+	CapsSigned bool
+	CapsTS     uint64
 }
 
 // Roster is the verified roster across relays.
@@ -81,7 +89,7 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 	wg.Wait()
 
 	var r Roster
-	seen := make(map[string]bool)
+	seen := make(map[string]int) // route -> index in r.Entries
 	for i, res := range results {
 		if res.err != nil {
 			r.Failures = append(r.Failures, clients[i].base+": "+res.err.Error())
@@ -96,10 +104,14 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 				continue
 			}
 			route := key.String() + "#" + a.Session.SessionID
-			if seen[route] {
+			caps, signed := a.VerifiedCaps()
+			if i, ok := seen[route]; ok {
+				if e := &r.Entries[i]; signed && (!e.CapsSigned || a.TS > e.CapsTS) {
+					e.Caps, e.CapsSigned, e.CapsTS = caps, true, a.TS
+				}
 				continue
 			}
-			seen[route] = true
+			seen[route] = len(r.Entries)
 			var age uint64
 			if a.AgeMS != nil {
 				age = *a.AgeMS
@@ -110,6 +122,7 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 				Session: a.Session,
 				AgeMS:   age,
 				Live:    age < uint64(LiveWindow.Milliseconds()),
+				Caps:    caps, CapsSigned: signed, CapsTS: capsTS(signed, a.TS),
 			})
 		}
 		if res.undecodable > 0 || badSig > 0 {
@@ -118,6 +131,14 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 		}
 	}
 	return r
+}
+
+// capsTS is the time of a signed capabilities list, or 0 without one.
+func capsTS(signed bool, ts uint64) uint64 {
+	if signed {
+		return ts
+	}
+	return 0
 }
 
 // Group is one identity on the roster with its sessions.

@@ -29,6 +29,7 @@ import (
 	"github.com/interlink-go/interlink/internal/progress"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/sealcap"
 )
 
 // Session is the bound session. Its fields are set before the binding is
@@ -85,6 +86,11 @@ type Config struct {
 	// the announcer and the outbox (zero means their defaults).
 	Now                        func() time.Time
 	Announce, Retry, LockRetry time.Duration
+	// Sealing, if set, is what the identity knows of which keys accept
+	// sealed messages: the session then announces that it accepts them,
+	// and its outbox and goodbyes seal to those keys. Nil sends and
+	// announces as the original does.
+	Sealing *sealcap.Store
 	// Logger receives the log of every part.
 	Logger *slog.Logger
 }
@@ -106,8 +112,16 @@ func Open(id string, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sealFn func(*identity.Message, []byte) ([]byte, bool, error)
+	var caps []string
+	if cfg.Sealing != nil {
+		sealFn = func(m *identity.Message, plain []byte) ([]byte, bool, error) {
+			return cfg.Sealing.Payload(cfg.Signer, m, plain)
+		}
+		caps = []string{identity.CapSealed}
+	}
 	ob, err := outbox.Open(cfg.StateRoot, own, id, relay.Senders(cfg.Relays), cfg.Signer,
-		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger})
+		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger, Seal: sealFn})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +143,7 @@ func Open(id string, cfg Config) (*Session, error) {
 		}
 	}
 	ann := presence.New(cfg.Relays, cfg.Signer, cfg.Name, presence.Describe(id, cfg.Cwd),
-		&presence.Options{Every: cfg.Announce, Now: cfg.Now, Logger: cfg.Logger})
+		&presence.Options{Every: cfg.Announce, Now: cfg.Now, Logger: cfg.Logger, Caps: caps, Seal: sealFn})
 	if cfg.Summary != "" {
 		if err := ann.SetSummary(cfg.Summary); err != nil {
 			cfg.Logger.Warn("summary not kept", "err", err)

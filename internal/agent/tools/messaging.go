@@ -18,6 +18,8 @@ import (
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/seal"
+	"github.com/interlink-go/interlink/internal/sealcap"
 	"github.com/interlink-go/interlink/internal/untrusted"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -52,6 +54,9 @@ type Messaging struct {
 	Now func() time.Time
 	// Log receives what the model does not need to see.
 	Log *slog.Logger
+	// Sealing knows which keys accept sealed messages; the roster
+	// lookups of these tools add to it. Nil means no sealing.
+	Sealing *sealcap.Store
 	// Session gives what the tools use of the bound session.
 	Session Scope[MessagingSession]
 }
@@ -228,11 +233,11 @@ func (m *Messaging) queue(ctx context.Context, s *MessagingSession, t target, pe
 		return "", "", fmt.Errorf("sign: %w", err)
 	}
 	rt := route.New(t.key.String(), t.session).String()
-	n, err := sendBodySize(rt, msg)
+	n, wireN, err := sendBodySize(rt, msg, sealsTo(m.Sealing, t.key))
 	if err != nil {
 		return "", "", fmt.Errorf("encode: %w", err)
 	}
-	if sizeNote, err = sizeCheck(n, m.Relays); err != nil {
+	if sizeNote, err = sizeCheck(n, wireN, m.Relays); err != nil {
 		return "", "", err
 	}
 	if err := s.Budget.Send(ctx, budget.Peer{Key: t.key, Name: peer}, msg.TaskID, msg.Status); err != nil {
@@ -267,18 +272,20 @@ func ordinal(n int) string {
 	return fmt.Sprintf("%d%s", n, suffix)
 }
 
-// sizeCheck decides what a /send body of n bytes meets at the relays:
-// an error for the model when n is over [MaxSendBody], or over the limit
-// of every relay (each says its limit in its answers, [relay.Client.MaxBody];
+// sizeCheck decides what a message whose plaintext /send body is n bytes,
+// and whose body on the wire (sealed or not) is wireN, meets at the
+// relays: an error for the model when n is over [MaxSendBody], or wireN
+// over the limit of every relay (each says its limit in its answers, [relay.Client.MaxBody];
 // one that never said takes 2 MiB), so that the message is not queued only
-// to be refused; otherwise, when some relays take less than n, a note
+// to be refused; otherwise, when some relays take less than wireN, a note
 // naming them, since the message goes through the others. A relay's limit
 // only ever makes the agent expect a refusal from that relay, so a relay
 // that lies about it harms no message sent through another.
-func sizeCheck(n int, relays []*relay.Client) (note string, err error) {
+func sizeCheck(n, wireN int, relays []*relay.Client) (note string, err error) {
 	if n > MaxSendBody {
 		return "", invalidf("message too large: the request would be %d bytes, more than %d; split the text", n, MaxSendBody)
 	}
+	n = wireN
 	var small []string
 	var largest int64
 	takes := len(relays) == 0
@@ -303,11 +310,16 @@ func sizeCheck(n int, relays []*relay.Client) (note string, err error) {
 }
 
 // sendBodySize returns the size of the /send request that carries msg to
-// rt.
-func sendBodySize(rt string, msg *identity.Message) (int, error) {
+// rt in plaintext, and the size of the one that goes on the wire: the
+// same, or when sealed the request carrying its envelope.
+func sendBodySize(rt string, msg *identity.Message, sealed bool) (plain, onWire int, err error) {
 	payload, err := msg.MarshalJSON()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return wire.SendBodyLen(rt, len(payload)), nil
+	plain = wire.SendBodyLen(rt, len(payload))
+	if !sealed {
+		return plain, plain, nil
+	}
+	return plain, wire.SendBodyLen(rt, seal.EnvelopeLen(len(payload), msg.TS)), nil
 }

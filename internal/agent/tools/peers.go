@@ -17,6 +17,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/sealcap"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -38,6 +39,9 @@ type Peers struct {
 	Name string
 	// Now is the clock of the signed timestamps.
 	Now func() time.Time
+	// Sealing knows which keys accept sealed messages; request_pair adds
+	// what the roster says of the key it knocks at. Nil means no sealing.
+	Sealing *sealcap.Store
 	// Session gives what the tools use of the bound session.
 	Session Scope[PeersSession]
 }
@@ -131,6 +135,7 @@ func (p *Peers) requestPair(ctx context.Context, s *PeersSession, a requestPairA
 	if key == p.Signer.Public() {
 		return "", invalidf("%q is this identity; other sessions of it need no pairing (use to='self')", target)
 	}
+	learnCaps(ctx, p.Sealing, nil, ros, func(k identity.PublicKey) bool { return k == key })
 	knockAt := firstSession(ros.Entries, key)
 	if knockAt == "" {
 		return "", invalidf("%s (%s…) has no session to knock at; it may be offline", target, key.Fingerprint())

@@ -14,6 +14,7 @@ import (
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/presence"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/sealcap"
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
@@ -30,6 +31,9 @@ type Presence struct {
 	// is bound (then boundID is its id), else from the moment it is bound
 	// (see [session.Binding.SetSummary]).
 	SetSummary func(summary string) (kept, boundID string, err error)
+	// Sealing knows which keys accept sealed messages; discover adds what
+	// the roster says of peers and of this identity. Nil means no sealing.
+	Sealing *sealcap.Store
 	// Session gives what the tools use of the bound session.
 	Session Scope[PresenceSession]
 }
@@ -78,6 +82,10 @@ func (p *Presence) discover(ctx context.Context, s *PresenceSession, a discoverA
 	if err != nil {
 		return "", localState(err)
 	}
+	learnCaps(ctx, p.Sealing, nil, ros, func(k identity.PublicKey) bool {
+		_, peer := pol.Petname(k)
+		return peer || k == p.Own
+	})
 	groups := ros.Groups()
 	if f := trim(a.Peer); f != "" {
 		key, _, err := pol.ResolvePeer(f, rosterEntries(ros))

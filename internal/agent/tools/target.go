@@ -49,6 +49,7 @@ func (m *Messaging) pickTarget(ctx context.Context, s *MessagingSession, key ide
 	t := target{key: key, label: label}
 	self := key == m.Signer.Public()
 	ros := relay.FetchRoster(ctx, m.Relays)
+	learnCaps(ctx, m.Sealing, m.Log, ros, func(k identity.PublicKey) bool { return k == key })
 	var entries []relay.Entry
 	for _, e := range ros.Entries {
 		if e.Key != key || e.Session.SessionID == "" {
