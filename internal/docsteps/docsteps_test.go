@@ -219,6 +219,7 @@ func TestPerformanceAsWritten(t *testing.T) {
 		"roundtrip  ops=", "wirefloor  ops=", "boltfloor  ops=", "pipeline   ops=", "agentsend  ops=",
 		"wake       ops=", "fill       ops=", "full       ops=", "VmRSS:",
 		"BenchmarkHandlers", "BenchmarkBoltReopen", "BenchmarkReceive4096", "BenchmarkRetain4000", "BenchmarkReserveQuiet4096",
+		"BenchmarkSealedAndPlainToCommit", "BenchmarkOpenMessage/1KiB",
 		`target="two in-process buses, nats store`,
 	} {
 		if !strings.Contains(out, want) {

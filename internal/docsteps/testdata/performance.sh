@@ -108,6 +108,12 @@ go test -run='^$' -bench='Receive4096|Acknowledge4096|Retain4000|Floor' -benchti
 go test -run='^$' -bench='CommitBeside4000Read|Intake' -benchtime=2s -count=3 ./internal/mailbox -benchtime=1x -count=1
 go test -run='^$' -bench='Enqueue|FloorWriteAtomic' -benchtime=200x -count=3 ./internal/outbox -benchtime=1x -count=1
 go test -run='^$' -bench='WaitPendingNotice|NpxTrivialBin' -benchtime=50x ./cmd/interlink-mcp -benchtime=1x
+
+step "Sealed messages"
+go test -run='^$' -bench=SealedAndPlainToCommit -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
+go test -run='^$' -bench='(SealMessage|OpenMessage|Ed25519Sign|Ed25519Verify)/1KiB' -count=3 ./internal/seal -benchtime=1x -count=1
+
+step "Mailbox at its bound"
 go test -run='^$' -bench=ReserveQuiet4096 -benchtime=2s -count=3 ./internal/mailbox -benchtime=1x -count=1
 
 step "all documented steps ran"
