@@ -7,13 +7,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // send serves POST /send: wrap the payload in an envelope stamped with the
 // bus clock, append it to the route's queue, and wake the route's polls.
+//
+// A signed request must be signed by the message's sender, and takes a
+// token of that key's send bucket; see [Auth].
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	limit := s.MaxBody()
 	body, err := readBody(w, r, limit, s.requestTimeout)
 	if err != nil {
@@ -22,9 +30,23 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	var signer identity.PublicKey
+	if signed {
+		if signer, err = s.guard.verify(r, body, s.now()); err != nil {
+			return err
+		}
+	}
 	req, err := wire.DecodeSend(body)
 	if err != nil {
 		return err
+	}
+	if signed {
+		if err := s.guard.sender(signer, req.Payload); err != nil {
+			return err
+		}
+		if err := s.guard.allowSend(signer); err != nil {
+			return err
+		}
 	}
 	ms := s.millis()
 	_, dropped, err := s.st.Enqueue(req.To, wire.Envelope(req.Payload, ms))
