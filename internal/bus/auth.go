@@ -84,13 +84,13 @@ type Limits struct {
 // Reasons a request is refused for its signature, the values of the
 // reason label of the refusal metrics.
 const (
-	reasonUnsigned = iota // no signature where one is required
-	reasonMalformed       // a signature header missing or malformed
-	reasonStale           // signed too long ago, or too far ahead
-	reasonBadSignature    // does not verify
-	reasonReplay          // a nonce seen already
-	reasonWrongKey        // signed by another key than the one it acts for
-	reasonAnnouncement    // an announcement whose own signature does not verify
+	reasonUnsigned     = iota // no signature where one is required
+	reasonMalformed           // a signature header missing or malformed
+	reasonStale               // signed too long ago, or too far ahead
+	reasonBadSignature        // does not verify
+	reasonReplay              // a nonce seen already
+	reasonWrongKey            // signed by another key than the one it acts for
+	reasonAnnouncement        // an announcement whose own signature does not verify
 	numReasons
 )
 
