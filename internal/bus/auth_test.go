@@ -173,7 +173,9 @@ func TestAuthRequiredRefusesAllButTheOwnerAndLeaksNothing(t *testing.T) {
 		reason string
 	}{
 		{"unsigned recv", func(rt string) rawReq { return rawReq{method: "GET", path: recvPath(rt)} }, "requires signed requests"},
-		{"unsigned ack", func(rt string) rawReq { return rawReq{method: "POST", path: "/ack", body: ackBody(rt, rt+"\x0000000000000000000001")} }, "requires signed requests"},
+		{"unsigned ack", func(rt string) rawReq {
+			return rawReq{method: "POST", path: "/ack", body: ackBody(rt, rt+"\x0000000000000000000001")}
+		}, "requires signed requests"},
 		{"unsigned unregister", func(rt string) rawReq {
 			return rawReq{method: "POST", path: "/unregister", body: `{"pubkey":"` + owner.Public().String() + `","session":{"session_id":"` + strings.SplitN(rt, "#", 2)[1] + `"}}`}
 		}, "requires signed requests"},

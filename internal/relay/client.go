@@ -155,9 +155,9 @@ func New(baseURL string, opts *Options) *Client {
 		opts = &Options{}
 	}
 	c := &Client{
-		base: strings.TrimRight(baseURL, "/"),
-		hc:   opts.HTTPClient,
-		poll: opts.HTTPClient,
+		base:   strings.TrimRight(baseURL, "/"),
+		hc:     opts.HTTPClient,
+		poll:   opts.HTTPClient,
 		log:    opts.Logger,
 		now:    time.Now,
 		signer: opts.Signer,
