@@ -137,7 +137,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	if certs != nil {
 		access = append(access, "tls_cert", cfg.tlsCert)
 	}
-	log.Info("access", access...)
+	log.Info("access rules", access...)
 
 	metrics.Conns(conns)
 	serving := bus.Serve(ln, metrics.Handler(srv), opts, srv)
