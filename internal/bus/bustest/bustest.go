@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -63,6 +64,9 @@ type Options struct {
 	Auth   bus.Auth
 	Limits *bus.Limits
 	TLS    *tls.Config
+	// Verifier checks the request signatures; nil means reqsign's
+	// defaults.
+	Verifier *reqsign.Verifier
 }
 
 // limited is a store in memory that takes values of up to max bytes.
@@ -108,6 +112,7 @@ func Start(tb testing.TB, opts *Options) string {
 		Auth:           o.Auth,
 		Limits:         o.Limits,
 		TLS:            o.TLS,
+		Verifier:       o.Verifier,
 	}
 	srv := bus.New(st, bo)
 	var h http.Handler = srv
