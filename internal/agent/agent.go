@@ -41,7 +41,6 @@ type Agent struct {
 	sticky  *inbound.Sticky // one for every relay loop
 	knocks  *inbound.Knocks // one for every relay loop
 	binding *session.Binding
-	pairs   *pairSender
 	client  *clientLink
 	mcp     *server.MCPServer
 	checker *tools.Checker
@@ -108,7 +107,6 @@ func New(cfg Config) (*Agent, error) {
 	for _, u := range urls {
 		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: log}))
 	}
-	a.pairs = newPairSender(a.relays, signer, t.Now, t.PairRetry, log)
 	a.binding = session.NewBinding(session.Config{
 		StateRoot: cfg.StateRoot, Signer: signer, Relays: a.relays, Name: a.name, Cwd: cfg.Cwd,
 		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
@@ -184,9 +182,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	return nil
 }
 
-// startWorkers starts the workers of the bound session s: the outbox,
-// presence, the pairing queue, one inbound loop per relay and, with a sink,
-// the notifier.
+// startWorkers starts the workers of the bound session s: the outbox
+// (which sends pairing messages too), presence, one inbound loop per relay
+// and, with a sink, the notifier.
 func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 	t := &a.cfg.Timing
 	host := &notifier{mailbox: s.Mailbox, sink: s.Sink, every: t.Notify, retry: t.LockRetry, log: a.log,
@@ -197,7 +195,6 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 		}
 	})
 	a.workers.Go(func() { s.Presence.Run(ctx) })
-	a.workers.Go(func() { a.pairs.run(ctx, s.Pairing) })
 	a.workers.Go(func() { a.markRunning(ctx, s) })
 	for _, r := range a.relays {
 		l := inbound.New(inbound.Config{

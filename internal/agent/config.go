@@ -77,7 +77,6 @@ type Timing struct {
 	RetryDelay time.Duration // after a failed poll or commit, default 2 s
 	Notify     time.Duration // notification loop tick, default 1 s
 	LockRetry  time.Duration // notifier lock and state retries, default 2 s
-	PairRetry  time.Duration // pairing queue pass, default 2 s
 	QueuePause time.Duration // between codex queue attempts, default 2 s
 	Now        func() time.Time
 	HTTPClient *http.Client // nil means the relay package's default
@@ -91,7 +90,6 @@ func (t Timing) withDefaults() Timing {
 	t.RetryDelay = cmp.Or(t.RetryDelay, inbound.DefaultRetryDelay)
 	t.Notify = cmp.Or(t.Notify, time.Second)
 	t.LockRetry = cmp.Or(t.LockRetry, 2*time.Second)
-	t.PairRetry = cmp.Or(t.PairRetry, 2*time.Second)
 	if t.Now == nil {
 		t.Now = time.Now
 	}

@@ -7,15 +7,17 @@
 //
 //   - the tools, by concern, in package agent/tools (messaging, mailbox,
 //     pairing and peers, sessions and presence, Codex), each group given
-//     only what it uses;
+//     only what it uses: server.go hands each its own view of the bound
+//     session, naming only the session's parts its tools touch;
 //   - the files, route, presence and host sink of the bound session in
 //     package agent/session;
 //   - relay polling, the trust gate and the local commit in package
 //     inbound, one loop per relay;
-//   - the durable outbox and its sender in package outbox;
-//   - here: the notifier (notifier.go), which wakes the host, the sender of
-//     the pairing queue (pairsender.go), the MCP server and its
-//     instructions (server.go), and the two ways to reach it (transport.go).
+//   - the durable outbox and its sender in package outbox, which sends
+//     pairing knocks and confirmations like every other message;
+//   - here: the notifier (notifier.go), which wakes the host, the MCP
+//     server and its instructions (server.go), and the two ways to reach
+//     it (transport.go).
 //
 // # Lifecycle
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/agent/tools"
 	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/version"
@@ -47,13 +48,34 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 		opts = append(opts, server.WithExperimental(map[string]any{"claude/channel": map[string]any{}}))
 	}
 	srv := server.NewMCPServer(ServerName, version.String(), opts...)
-	own := a.signer.Public()
+	own, b, now := a.signer.Public(), a.binding, a.cfg.Timing.Now
+	// Each group gets what it uses of the session, once bound, and
+	// nothing else.
 	groups := [][]tools.Tool{
-		(&tools.Messaging{Peers: a.peers, Relays: a.relays, Signer: a.signer, Sticky: a.sticky, Now: a.cfg.Timing.Now, Log: a.log}).Tools(),
-		tools.Mailbox{}.Tools(),
-		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: a.cfg.Timing.Now, Queued: a.pairs.queued}).Tools(),
-		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, Binding: a.binding}).Tools(),
-		(&tools.Codex{Host: a.cfg.Host == host.Codex, Binding: a.binding, Log: a.log}).Tools(),
+		(&tools.Messaging{Peers: a.peers, Relays: a.relays, Signer: a.signer, Sticky: a.sticky, Now: now, Log: a.log,
+			Session: tools.View(b, func(s *session.Session) *tools.MessagingSession {
+				return &tools.MessagingSession{ID: s.ID, Route: s.Route, Outbox: s.Outbox, Budget: s.Budget, Progress: s.Progress}
+			})}).Tools(),
+		(&tools.Mailbox{
+			Session: tools.View(b, func(s *session.Session) *tools.MailboxSession {
+				return &tools.MailboxSession{Mailbox: s.Mailbox, Shown: s.Shown, Outbox: s.Outbox}
+			})}).Tools(),
+		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now,
+			Session: tools.View(b, func(s *session.Session) *tools.PeersSession {
+				return &tools.PeersSession{Route: s.Route, Pairing: s.Pairing, Outbox: s.Outbox, Budget: s.Budget}
+			})}).Tools(),
+		(&tools.Presence{Peers: a.peers, Relays: a.relays, Own: own, SetSummary: b.SetSummary,
+			Session: tools.View(b, func(s *session.Session) *tools.PresenceSession {
+				return &tools.PresenceSession{ID: s.ID}
+			})}).Tools(),
+		(&tools.Codex{Host: a.cfg.Host == host.Codex, Log: a.log,
+			Bind: func(thread string) (bool, error) {
+				_, already, err := b.Bind(thread)
+				return already, err
+			},
+			Session: tools.View(b, func(s *session.Session) *tools.CodexSession {
+				return &tools.CodexSession{Budget: s.Budget, Failed: s.Failed, Sink: s.Sink, Mailbox: s.Mailbox}
+			})}).Tools(),
 	}
 	var all []tools.Tool
 	var defs []mcp.Tool
@@ -63,7 +85,7 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 			defs = append(defs, t.Def)
 		}
 	}
-	tools.Register(srv, a.binding, all)
+	tools.Register(srv, all)
 	checker, err := tools.NewChecker(defs)
 	if err != nil {
 		return nil, nil, err

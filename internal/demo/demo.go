@@ -9,12 +9,10 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +27,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/store"
 )
@@ -54,8 +53,7 @@ type tour struct {
 	out     io.Writer
 	log     *slog.Logger
 	dir     string
-	srv     *http.Server
-	bus     *bus.Server
+	serving *bus.Serving
 	agents  []*agent.Agent
 	clients []*client.Client
 	mu      sync.Mutex
@@ -89,12 +87,9 @@ var stateMeaning = map[string]string{
 // result mean, each the first time it appears, then adds more if it is not
 // empty.
 func (d *tour) explainStates(text, more string) {
-	for _, line := range strings.Split(text, "\n") {
-		tag, _, ok := strings.Cut(line, "] Receipt: ")
-		if !ok || !strings.HasPrefix(tag, "[") {
-			continue
-		}
-		tag = tag[1:]
+	lines, _ := receipt.Scan(text) // a receipt that does not parse explains nothing
+	for _, l := range lines {
+		tag := l.Label
 		if meaning, known := stateMeaning[tag]; known && !d.explained[tag] {
 			if d.explained == nil {
 				d.explained = map[string]bool{}
@@ -275,11 +270,9 @@ func (d *tour) startBus() (string, error) {
 		return "", err
 	}
 	opts := &bus.Options{Logger: d.log}
-	d.bus = bus.New(store.NewMemory(&store.Options{Logger: d.log}), opts)
-	d.srv = bus.NewHTTPServer(d.bus, opts)
-	d.srv.RegisterOnShutdown(d.bus.Shutdown)
-	go func() { _ = d.srv.Serve(bus.Listen(ln, opts)) }()
-	return "http://" + ln.Addr().String(), nil
+	srv := bus.New(store.NewMemory(&store.Options{Logger: d.log}), opts)
+	d.serving = bus.Serve(ln, srv, opts, srv)
+	return d.serving.URL(), nil
 }
 
 // newPerson creates a key file and an empty peers.json for name.
@@ -353,9 +346,9 @@ func (d *tour) cleanup() {
 	for _, a := range d.agents {
 		a.Stop()
 	}
-	if d.srv != nil {
+	if d.serving != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = d.srv.Shutdown(ctx)
+		_ = d.serving.Shutdown(ctx)
 		cancel()
 	}
 	if d.dir != "" {
@@ -431,15 +424,12 @@ func firstLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// firstReceipt returns the first receipt object in a receive_messages text.
-func firstReceipt(text string) (map[string]any, bool) {
-	for _, line := range strings.Split(text, "\n") {
-		if _, js, ok := strings.Cut(line, "] Receipt: "); ok {
-			var r map[string]any
-			if err := json.Unmarshal([]byte(js), &r); err == nil {
-				return r, true
-			}
+// firstReceipt returns the first receipt in a receive_messages text.
+func firstReceipt(text string) (receipt.Line, bool) {
+	for line := range strings.Lines(text) {
+		if l, err := receipt.Parse(line); err == nil {
+			return l, true
 		}
 	}
-	return nil, false
+	return receipt.Line{}, false
 }

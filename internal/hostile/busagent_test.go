@@ -64,7 +64,7 @@ func startBusAgent(t testing.TB, name string, seed byte, url string) *busAgent {
 		Logger:    slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Timing: agent.Timing{
 			Announce: time.Second, Retry: 100 * time.Millisecond, PollWait: time.Second,
-			RetryDelay: 50 * time.Millisecond, Notify: 50 * time.Millisecond, PairRetry: 100 * time.Millisecond,
+			RetryDelay: 50 * time.Millisecond, Notify: 50 * time.Millisecond,
 		},
 	})
 	if err != nil {

@@ -184,7 +184,7 @@ func TestDisguisedLinesAreMarkedAndInvisibleTextReachesNoSink(t *testing.T) {
 			if n := strings.Count(got, "\n"+render.PeerLineMarker); n != disguisedLines {
 				t.Errorf("%d marked lines, want %d:\n%s", n, disguisedLines, got)
 			}
-			if rs := testutil.Receipts(t, got); len(rs) != 1 || rs[0]["sender"] == "forged" {
+			if rs := testutil.Receipts(t, got); len(rs) != 1 || rs[0].Sender == "forged" {
 				t.Errorf("receipts %v, want only the real one:\n%s", rs, got)
 			}
 			if n := len(tagRE.FindAllString(got, -1)); n != 2 {

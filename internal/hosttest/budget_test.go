@@ -14,6 +14,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -470,7 +471,7 @@ func codexAnswersPeer(peer func(thread string) string) []codexRule {
 		if !ok || name != "receive_messages" {
 			return codexReply{}, false
 		}
-		receipts, err := testutil.ParseReceipts(out)
+		receipts, err := receipt.Scan(out)
 		if err != nil || len(receipts) == 0 {
 			return codexReply{}, false
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -432,7 +433,7 @@ func TestCodexQueueDaemon(t *testing.T) {
 		if len(fetched) != 1 || len(r.outputsOf("acknowledge_messages")) > 0 {
 			return codexReply{}, false
 		}
-		receipts, err := testutil.ParseReceipts(fetched[0])
+		receipts, err := receipt.Scan(fetched[0])
 		if err != nil || len(receipts) == 0 {
 			return codexReply{}, false
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/testutil"
+	"github.com/interlink-go/interlink/internal/receipt"
 )
 
 // fakeModel stands in for the Anthropic Messages API, so that Claude Code
@@ -66,7 +66,7 @@ func acknowledgeFetched(recv, ack string) modelRule {
 		if !ok || res.Name != recv || res.IsError {
 			return modelReply{}, false
 		}
-		receipts, err := testutil.ParseReceipts(res.Text)
+		receipts, err := receipt.Scan(res.Text)
 		if err != nil || len(receipts) == 0 {
 			return modelReply{}, false
 		}

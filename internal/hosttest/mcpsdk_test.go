@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -81,11 +82,11 @@ func TestMCPSDKClient(t *testing.T) {
 	alpha.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "bus_accepted", deliveryTimeout)
 
 	got := beta.callUntil(t, "receive_messages", nil, "hello from alpha", deliveryTimeout)
-	receipt := parseReceipt(t, got)
-	if receipt["msg_id"] != msgID {
-		t.Errorf("beta: receipt %v, want msg_id %s", receipt, msgID)
+	rc := parseReceipt(t, got)
+	if rc.MsgID != msgID {
+		t.Errorf("beta: receipt %v, want msg_id %s", rc, msgID)
 	}
-	ack := beta.call(t, "acknowledge_messages", map[string]any{"messages": []any{receipt}})
+	ack := beta.call(t, "acknowledge_messages", map[string]any{"messages": []any{rc}})
 	if !strings.HasPrefix(ack, "Acknowledged 1 ") {
 		t.Errorf("beta: acknowledge_messages = %q, want it to start with %q", ack, "Acknowledged 1 ")
 	}
@@ -174,7 +175,7 @@ func checkTools(t *testing.T, c *sdkClient) {
 
 // parseReceipt returns the receipt of the one message rendered in text, from
 // its "[<state>] Receipt: {json}" line.
-func parseReceipt(t *testing.T, text string) map[string]any {
+func parseReceipt(t *testing.T, text string) receipt.Line {
 	t.Helper()
 	receipts := testutil.Receipts(t, text)
 	if len(receipts) != 1 {

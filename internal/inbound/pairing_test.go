@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -147,9 +148,13 @@ func (f *fixture) requestPair(tb testing.TB, name string) bob {
 	tb.Helper()
 	b := bob{s: testutil.Signer(tb, 4)}
 	b.route = route.New(b.s.Public().String(), "bob-1")
-	req, err := f.pair.Request(pairing.Request{
+	ob, err := outbox.Open(f.root, f.me.Public(), mySession, nil, f.me, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req, err := f.pair.Request(context.Background(), pairing.Request{
 		Key: b.s.Public().String(), Name: name, RequestID: "req-1", ReplyTo: b.route.String(),
-	}, func(id string) (pairing.Job, error) {
+	}, ob, func(id string) (pairing.Job, error) {
 		return pairing.RequestMessage(f.me, b.s.Public(), b.route, "me", id, f.meRoute, f.clk.now())
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // takes it, so the connections are warm; dials_per_op counts only the
 // connections opened during the measurement.
 func (r *run) agentSend(ctx context.Context) (Result, error) {
-	t := r.tally(string(ModeAgentSend))
+	t := r.meter.tally(string(ModeAgentSend))
 	senders := r.cfg.Senders
 	var dials atomic.Int64
 	d := &net.Dialer{Timeout: 5 * time.Second}
@@ -46,11 +46,11 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		clients[i] = relay.New(r.url, opts)
 		defer clients[i].CloseIdleConnections()
 	}
-	routes := r.routes("agent", senders)
+	routes := r.names.routes("agent", senders)
 
 	// Warm up: one send and one receive per client.
 	for i, c := range clients {
-		if err := c.Send(ctx, routes[i], makePayload("warm", r.since(), r.cfg.Size)); err != nil {
+		if err := c.Send(ctx, routes[i], makePayload("warm", r.meter.since(), r.cfg.Size)); err != nil {
 			return Result{Name: string(ModeAgentSend)}, err
 		}
 		m, err := c.Recv(ctx, routes[i], recvWait)
@@ -62,9 +62,9 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		}
 	}
 
-	before := t.rssBefore(r.rss())
+	before := t.rssBefore(r.target.RSS())
 	warm := dials.Load()
-	elapsed, err := r.phase(ctx, 2*senders, func(ctx context.Context, i int) {
+	elapsed, err := r.meter.phase(ctx, 2*senders, func(ctx context.Context, i int) {
 		if i >= senders {
 			agentReceive(ctx, clients[i-senders], routes[i-senders])
 			return
@@ -72,14 +72,14 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		c, route := clients[i], routes[i]
 		for j := 0; ctx.Err() == nil; j++ {
 			start := time.Now()
-			err := c.Send(ctx, route, makePayload("a"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.since(), r.cfg.Size))
+			err := c.Send(ctx, route, makePayload("a"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 			if t.record(ctx, start, err) {
 				return
 			}
 		}
 	})
 	res := t.result(string(ModeAgentSend), elapsed)
-	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	res.Extra = []Field{
 		{"senders", strconv.Itoa(senders)},
 		{"client", map[bool]string{true: "agent", false: "new-conn"}[r.cfg.KeepAlive]},

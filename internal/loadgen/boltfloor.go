@@ -10,10 +10,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// boltFloor measures the raw bbolt floor of a durable bus: one writer that
+// bolt measures the raw bbolt floor of a durable bus: one writer that
 // commits a put and then a delete, each its own fsynced transaction, which
 // is what a sequential send→recv→ack costs a bbolt store at the least. An
 // operation is the pair of commits.
@@ -22,7 +23,7 @@ import (
 // empty, a new file in a temporary folder inside dir ("" for the system's
 // temporary folder) that is removed afterwards. Measure on the file system
 // the bus uses: fsync cost differs wildly between disks and tmpfs.
-func (r *run) boltFloor(ctx context.Context, path, dir string) (res Result, err error) {
+func (f *floors) bolt(ctx context.Context, path, dir string) (res Result, err error) {
 	res.Name = string(ModeBoltFloor)
 	if path == "" {
 		tmp, err := os.MkdirTemp(dir, "interlink-boltfloor-")
@@ -31,7 +32,7 @@ func (r *run) boltFloor(ctx context.Context, path, dir string) (res Result, err 
 		}
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "floor.db")
-	} else if err := mustNotExist(path); err != nil {
+	} else if err := target.MustNotExist(path); err != nil {
 		return res, err
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
@@ -49,9 +50,9 @@ func (r *run) boltFloor(ctx context.Context, path, dir string) (res Result, err 
 
 	// The value is as long as a stored envelope: the payload plus the
 	// wrapping and stamp the bus adds.
-	value := make([]byte, len(wire.Envelope(makePayload("b", 0, r.cfg.Size), 1700000000000)))
-	t := r.tally(string(ModeBoltFloor))
-	elapsed, err := r.phase(ctx, 1, func(ctx context.Context, _ int) {
+	value := make([]byte, len(wire.Envelope(makePayload("b", 0, f.cfg.Size), 1700000000000)))
+	t := f.meter.tally(string(ModeBoltFloor))
+	elapsed, err := f.meter.phase(ctx, 1, func(ctx context.Context, _ int) {
 		var key [8]byte
 		for seq := uint64(1); ctx.Err() == nil; seq++ {
 			binary.BigEndian.PutUint64(key[:], seq)

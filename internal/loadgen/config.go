@@ -3,7 +3,6 @@ package loadgen
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
 // Mode names a load scenario.
@@ -34,9 +34,9 @@ var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, M
 
 // Store kinds for an in-process bus.
 const (
-	StoreMemory = "memory"
-	StoreBolt   = "bolt"
-	StoreNATS   = "nats"
+	StoreMemory = target.StoreMemory
+	StoreBolt   = target.StoreBolt
+	StoreNATS   = target.StoreNATS
 )
 
 // Defaults for the zero values of [Config].
@@ -357,11 +357,6 @@ func isLoopbackHost(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
-}
-
-// loopbackListen listens on a free port of 127.0.0.1.
-func loopbackListen() (net.Listener, error) {
-	return net.Listen("tcp", "127.0.0.1:0")
 }
 
 // stallDefaults checks and completes the settings of [ModeStall], which

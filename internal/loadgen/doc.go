@@ -2,8 +2,8 @@
 // throughput and latency percentiles it measured.
 //
 // A run ([Run]) targets either a bus at a URL or a bus it starts in this
-// process on a free 127.0.0.1 port (memory or bbolt store), and performs one
-// scenario ([Mode]):
+// process on a free 127.0.0.1 port (memory, bbolt or NATS store; package
+// target starts it), and performs one scenario ([Mode]):
 //
 //   - roundtrip: each sender sends to a route of its own, polls it back
 //     and acknowledges it, one request after the other. An operation is

@@ -19,15 +19,15 @@ import (
 func (r *run) fill(ctx context.Context) (Result, error) {
 	routes, per := r.cfg.FillRoutes, r.cfg.FillMsgs
 	total := int64(routes) * int64(per)
-	if !r.target.local {
+	if !r.target.Local {
 		r.log.Warn("fill leaves its messages on the bus", "routes", routes, "messages", total)
 	}
-	payloadLen := int64(len(makePayload("f0-0", r.since(), r.cfg.Size)) - 2)
+	payloadLen := int64(len(makePayload("f0-0", r.meter.since(), r.cfg.Size)) - 2)
 
 	t := newTally()
 	var next atomic.Int64
-	before := r.settledRSS()
-	elapsed, err := r.phase(ctx, r.cfg.Senders, func(ctx context.Context, _ int) {
+	before := r.target.SettledRSS()
+	elapsed, err := r.meter.phase(ctx, r.cfg.Senders, func(ctx context.Context, _ int) {
 		for {
 			k := next.Add(1) - 1
 			if k >= total || ctx.Err() != nil {
@@ -35,15 +35,15 @@ func (r *run) fill(ctx context.Context) (Result, error) {
 			}
 			// Consecutive k go to different routes, so each route fills
 			// evenly while the fill is running.
-			route := r.route("fill", int(k%int64(routes)))
+			route := r.names.route("fill", int(k%int64(routes)))
 			start := time.Now()
-			err := r.client.Send(ctx, route, makePayload("f"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
+			err := r.client.Send(ctx, route, makePayload("f"+strconv.FormatInt(k, 10), r.meter.since(), r.cfg.Size))
 			if t.record(ctx, start, err) {
 				return
 			}
 		}
 	})
-	after := r.rss()
+	after := r.target.RSS()
 
 	res := t.result(string(ModeFill), elapsed)
 	res.RSSBefore, res.RSSAfter = before, after
@@ -57,8 +57,8 @@ func (r *run) fill(ctx context.Context) (Result, error) {
 	// In process, the load generator's garbage shares the heap with the
 	// bus; a collection leaves what the bus holds.
 	final := after
-	if r.target.local && after > 0 {
-		final = r.settledRSS()
+	if r.target.Local && after > 0 {
+		final = r.target.SettledRSS()
 		res.Extra = append(res.Extra, Field{"rss_after_gc", formatBytes(final)})
 	}
 	if final > 0 && payload > 0 {

@@ -5,14 +5,25 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/wire"
 )
+
+// floors measures what the machine manages without a bus, for a run to
+// set its bus beside: a loopback HTTP server answering 200, the wire
+// stub, a bbolt file.
+type floors struct {
+	cfg   Config
+	log   *slog.Logger
+	meter *meter
+}
 
 // floor measures what the machine's loopback HTTP costs without a bus: a
 // trivial server in this process answers 200 to anything, and workers hit
@@ -21,8 +32,8 @@ import (
 // for: a POST with a send-sized body, a GET with a query, a small POST. With
 // reqs 3 and as many workers as the measured mode, the floor is the ceiling
 // a bus could reach if it did no work at all.
-func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err error) {
-	base, stop, err := r.serveFloor(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+func (f *floors) floor(ctx context.Context, route string, workers, reqs int) (res Result, err error) {
+	base, stop, err := f.serve(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
 		w.WriteHeader(http.StatusOK)
 	}))
@@ -30,19 +41,18 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 		return Result{Name: "floor"}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
-	c := busclient.New(base, r.cfg.KeepAlive, workers)
+	c := busclient.New(base, f.cfg.KeepAlive, workers)
 	defer c.Close()
-	route := r.route("floor", 0)
-	sendBody, err := wire.SendBody(route, makePayload("f", 0, r.cfg.Size))
+	sendBody, err := wire.SendBody(route, makePayload("f", 0, f.cfg.Size))
 	if err != nil {
 		return Result{Name: "floor"}, err
 	}
 	ackBody := wire.AppendAck(nil, route, route+"\x00"+"00000000000000000001") // the first key of a queue
 	query := wire.RecvTarget(route, time.Second)
 
-	t := r.tally("floor")
+	t := f.meter.tally("floor")
 	dials := c.Dials()
-	elapsed, err := r.phase(ctx, workers, func(ctx context.Context, _ int) {
+	elapsed, err := f.meter.phase(ctx, workers, func(ctx context.Context, _ int) {
 		for ctx.Err() == nil {
 			start := time.Now()
 			var err error
@@ -70,16 +80,16 @@ func (r *run) floor(ctx context.Context, workers, reqs int) (res Result, err err
 	return res, err
 }
 
-// serveFloor serves h, a floor's server, on a free loopback port as
-// [loopbackServer] does, behind a proxy when the run has a latency. It
+// serve serves h, a floor's server, on a free loopback port as
+// [target.LoopbackServer] does, behind a proxy when the run has a latency. It
 // returns the URL the load goes to and a function that stops it all and
 // reports how the server ended.
-func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err error) {
-	ln, err := loopbackListen()
+func (f *floors) serve(h http.Handler) (base string, stop func() error, err error) {
+	ln, err := target.Listen()
 	if err != nil {
 		return "", nil, err
 	}
-	hs := loopbackServer(h, r.log)
+	hs := target.LoopbackServer(h, f.log)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	closeServer := func() error {
@@ -90,10 +100,10 @@ func (r *run) serveFloor(h http.Handler) (base string, stop func() error, err er
 		return nil
 	}
 	base = "http://" + ln.Addr().String()
-	if r.cfg.Latency <= 0 {
+	if f.cfg.Latency <= 0 {
 		return base, closeServer, nil
 	}
-	p, u, err := delayproxy.For(base, r.cfg.Latency)
+	p, u, err := delayproxy.For(base, f.cfg.Latency)
 	if err != nil {
 		return "", nil, errors.Join(err, closeServer())
 	}

@@ -32,23 +32,23 @@ const (
 // duration; a run cut short says so (full=false), and on a bus at URL the
 // messages stay.
 func (r *run) full(ctx context.Context) (Result, error) {
-	if !r.target.local {
+	if !r.target.Local {
 		r.log.Warn("full leaves the bus's queues full", "routes", r.cfg.Routes)
 	}
-	payloadLen := int64(len(makePayload("u0", r.since(), r.cfg.Size)) - 2)
+	payloadLen := int64(len(makePayload("u0", r.meter.since(), r.cfg.Size)) - 2)
 	t := newTally()
 	var (
 		next   atomic.Int64
 		full   atomic.Bool
 		refuse atomic.Int64 // sends answered 507
 	)
-	idle := r.settledRSS()
-	elapsed, err := r.phase(ctx, r.cfg.Senders, func(ctx context.Context, _ int) {
+	idle := r.target.SettledRSS()
+	elapsed, err := r.meter.phase(ctx, r.cfg.Senders, func(ctx context.Context, _ int) {
 		for !full.Load() {
 			k := next.Add(1) - 1
-			route := r.route("full", int(k%int64(r.cfg.Routes)))
+			route := r.names.route("full", int(k%int64(r.cfg.Routes)))
 			start := time.Now()
-			err := r.client.Send(ctx, route, makePayload("u"+strconv.FormatInt(k, 10), r.since(), r.cfg.Size))
+			err := r.client.Send(ctx, route, makePayload("u"+strconv.FormatInt(k, 10), r.meter.since(), r.cfg.Size))
 			if se, ok := errors.AsType[*busclient.StatusError](err); ok && se.Code == http.StatusInsufficientStorage {
 				refuse.Add(1)
 				full.Store(true)
@@ -59,7 +59,7 @@ func (r *run) full(ctx context.Context) (Result, error) {
 			}
 		}
 	})
-	atFull := r.rss()
+	atFull := r.target.RSS()
 
 	res := t.result(string(ModeFull), elapsed)
 	res.RSSBefore, res.RSSAfter = idle, atFull
@@ -69,12 +69,12 @@ func (r *run) full(ctx context.Context) (Result, error) {
 		{"refused", strconv.FormatInt(refuse.Load(), 10)},
 		{"payload_bytes", formatBytes(res.Ops * payloadLen)},
 	}
-	if peak := r.peakRSS(); peak > 0 {
+	if peak := r.target.PeakRSS(); peak > 0 {
 		res.Extra = append(res.Extra, Field{"rss_peak", formatBytes(peak)})
 	}
 	final := atFull
-	if r.target.local && atFull > 0 {
-		final = r.settledRSS()
+	if r.target.Local && atFull > 0 {
+		final = r.target.SettledRSS()
 		res.Extra = append(res.Extra, Field{"rss_after_gc", formatBytes(final)})
 	}
 	m, merr := r.client.Metrics(ctx, metricQueuedBytes, metricTotalBytes, metricQueued)

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/store/natstest"
 )
 
@@ -26,7 +27,7 @@ func TestValidateNATS(t *testing.T) {
 		{"nats settings with a bus url", Config{URL: "http://127.0.0.1:1", NATSURL: "nats://127.0.0.1:4222"}, "in-process"},
 		{"db with nats", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", DBPath: "x.db"}, "bolt"},
 	}
-	if !embeddedNATS {
+	if !target.EmbeddedNATS {
 		tests = append(tests, struct {
 			name    string
 			cfg     Config

@@ -1,6 +1,10 @@
 package loadgen
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/interlink-go/interlink/internal/loadgen/target"
+)
 
 // natsDefaults checks the NATS settings of c, whose store is chosen, and
 // fills in their defaults.
@@ -22,7 +26,7 @@ func (c Config) natsDefaults() (Config, error) {
 		return bad("%d buses: want 1 or 2", c.Buses)
 	case c.NATSURL != "" && c.NATSSyncAlways:
 		return bad("the sync setting applies to the server this process starts, not to one at a URL")
-	case c.NATSURL == "" && !embeddedNATS:
+	case c.NATSURL == "" && !target.EmbeddedNATS:
 		return bad("this interlink-bus was built without a NATS server of its own: give one with --nats URL, " +
 			"or build with -tags natsbench")
 	}

@@ -24,16 +24,16 @@ import (
 // latency grows with it; with a small queue cap messages are then dropped,
 // which shows as sent minus delivered.
 func (r *run) pipeline(ctx context.Context) (Result, error) {
-	t := r.tally(string(ModePipeline))
+	t := r.meter.tally(string(ModePipeline))
 	sent := &t.sent
 	senders, receivers := r.cfg.Senders, r.cfg.Receivers
 	var w window
 	if r.cfg.Window > 0 {
 		w = make(window, r.cfg.Window)
 	}
-	before := t.rssBefore(r.rss())
+	before := t.rssBefore(r.target.RSS())
 	dials := r.client.Dials()
-	elapsed, err := r.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
+	elapsed, err := r.meter.phase(ctx, senders+receivers, func(ctx context.Context, i int) {
 		if i < senders {
 			r.pipeSender(ctx, t, w, sent, i)
 			return
@@ -41,7 +41,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		r.pipeReceiver(ctx, t, w, i-senders)
 	})
 	res := t.result(string(ModePipeline), elapsed)
-	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	res.Extra = []Field{
 		{"senders", strconv.Itoa(senders)},
 		{"receivers", strconv.Itoa(receivers)},
@@ -49,7 +49,7 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
 		dialsField(t.dials.Add(r.client.Dials()-dials), res.Ops),
 	}
-	r.drain(r.routes("pipe", receivers))
+	r.drain(r.names.routes("pipe", receivers))
 	return res, err
 }
 
@@ -60,8 +60,8 @@ func (r *run) pipeSender(ctx context.Context, t *tally, w window, sent *atomic.I
 		if !w.acquire(ctx) {
 			return
 		}
-		route := r.route("pipe", (i+j)%routes)
-		err := r.client.Send(ctx, route, makePayload("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.since(), r.cfg.Size))
+		route := r.names.route("pipe", (i+j)%routes)
+		err := r.client.Send(ctx, route, makePayload("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -76,7 +76,7 @@ func (r *run) pipeSender(ctx context.Context, t *tally, w window, sent *atomic.I
 
 // pipeReceiver long-polls route i and acknowledges each message.
 func (r *run) pipeReceiver(ctx context.Context, t *tally, w window, i int) {
-	route := r.route("pipe", i)
+	route := r.names.route("pipe", i)
 	for ctx.Err() == nil {
 		m, err := r.client.Recv(ctx, route, recvWait)
 		if errors.Is(err, busclient.ErrTimeout) {
@@ -90,7 +90,7 @@ func (r *run) pipeReceiver(ctx context.Context, t *tally, w window, i int) {
 			continue
 		}
 		_, sentAt, perr := parsePayload(m.Payload)
-		latency := r.since() - sentAt
+		latency := r.meter.since() - sentAt
 		err = r.client.Ack(ctx, route, m.Ack)
 		w.release()
 		switch {
@@ -152,7 +152,7 @@ func (w window) release() {
 // the load leaves nothing behind there. It gives up after [grace]. An
 // in-process bus is discarded anyway.
 func (r *run) drain(routes []string) {
-	if r.target.local {
+	if r.target.Local {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -165,13 +165,4 @@ func (r *run) drain(routes []string) {
 			}
 		}
 	}
-}
-
-// routes returns the names of routes kind-0 … kind-(n-1).
-func (r *run) routes(kind string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = r.route(kind, i)
-	}
-	return out
 }

@@ -19,10 +19,10 @@ const recvWait = time.Second
 // got, one request after the other. With more routes than senders, sender
 // i cycles through routes i, i+S, i+2S, … so no two senders share one.
 func (r *run) roundtrip(ctx context.Context) (Result, error) {
-	t := r.tally(string(ModeRoundtrip))
-	before := t.rssBefore(r.rss())
+	t := r.meter.tally(string(ModeRoundtrip))
+	before := t.rssBefore(r.target.RSS())
 	res, last, err := r.cycles(ctx, r.client, string(ModeRoundtrip), "rt")
-	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	r.drain(last)
 	return res, err
 }
@@ -32,16 +32,16 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 // each sender used last: where a cycle cut short by the deadline can have
 // left its message.
 func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string) (Result, []string, error) {
-	t := r.tally(name)
+	t := r.meter.tally(name)
 	senders, routes := r.cfg.Senders, r.cfg.Routes
 	last := make([]string, senders)
 	dials := c.Dials()
-	elapsed, err := r.phase(ctx, senders, func(ctx context.Context, i int) {
+	elapsed, err := r.meter.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
 			if ctx.Err() != nil {
 				return
 			}
-			route := r.route(kind, i+(j%((routes-i+senders-1)/senders))*senders)
+			route := r.names.route(kind, i+(j%((routes-i+senders-1)/senders))*senders)
 			last[i] = route
 			start := time.Now()
 			err := r.cycle(ctx, c, route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
@@ -68,7 +68,7 @@ func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string
 // cycle sends one message with id to route through c, polls it back and
 // acks it.
 func (r *run) cycle(ctx context.Context, c *busclient.Client, route, id string) error {
-	if err := c.Send(ctx, route, makePayload(id, r.since(), r.cfg.Size)); err != nil {
+	if err := c.Send(ctx, route, makePayload(id, r.meter.since(), r.cfg.Size)); err != nil {
 		return err
 	}
 	m, err := c.Recv(ctx, route, recvWait)

@@ -3,14 +3,11 @@ package loadgen
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +17,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
 // DefaultStallConns is how many connections [ModeStall] stalls of each
@@ -118,12 +116,12 @@ func stallKindsOf(names []string) ([]stallKind, error) {
 // of a bus process with none and with [Config.Conns] of them. Each kind
 // gets a bus process of its own, started with [Config.BusCommand], so
 // that what one kind left behind does not count for the next.
-func (r *run) stall(ctx context.Context) ([]Result, error) {
-	kinds, err := stallKindsOf(r.cfg.StallKinds)
+func stall(ctx context.Context, cfg Config, log *slog.Logger) ([]Result, error) {
+	kinds, err := stallKindsOf(cfg.StallKinds)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFDs(r.cfg.Conns + 64); err != nil {
+	if err := checkFDs(cfg.Conns + 64); err != nil {
 		return nil, err
 	}
 	var results []Result
@@ -131,7 +129,7 @@ func (r *run) stall(ctx context.Context) ([]Result, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := r.stallOne(ctx, k)
+		res, err := stallOne(ctx, cfg, log, k)
 		results = append(results, res)
 		if err != nil {
 			return results, fmt.Errorf("stall %s: %w", k.name, err)
@@ -141,17 +139,17 @@ func (r *run) stall(ctx context.Context) ([]Result, error) {
 }
 
 // stallOne measures one kind against a bus process of its own.
-func (r *run) stallOne(ctx context.Context, k stallKind) (Result, error) {
+func stallOne(ctx context.Context, cfg Config, log *slog.Logger, k stallKind) (Result, error) {
 	res := Result{Name: string(ModeStall), Extra: []Field{{"kind", k.name}}}
-	p, err := startBusProcess(ctx, r.cfg.BusCommand)
+	p, err := target.StartProcess(ctx, cfg.BusCommand)
 	if err != nil {
 		return res, err
 	}
-	defer p.stop()
-	r.log.Info("stall: bus started", "kind", k.name, "pid", p.pid(), "addr", p.addr)
+	defer p.Stop()
+	log.Info("stall: bus started", "kind", k.name, "pid", p.PID(), "addr", p.Addr)
 
 	// What every serving bus holds: a few whole requests first.
-	c := busclient.New("http://"+p.addr, false, 1)
+	c := busclient.New("http://"+p.Addr, false, 1)
 	defer c.Close()
 	for range 20 {
 		if err := c.Get(ctx, "/healthz"); err != nil {
@@ -159,14 +157,14 @@ func (r *run) stallOne(ctx context.Context, k stallKind) (Result, error) {
 		}
 	}
 	c.Close()
-	res.RSSBefore = settle(ctx, p.pid())
+	res.RSSBefore = p.SettledRSS(ctx)
 	// The load's own connections are closed by now.
-	files := openFiles(p.pid())
+	files := p.OpenFiles()
 
-	n := r.cfg.Conns
+	n := cfg.Conns
 	start := time.Now()
 	rec := latency.NewRecorder(0)
-	conns, failed, firstErr := stallConns(ctx, p.addr, k, n, rec)
+	conns, failed, firstErr := stallConns(ctx, p.Addr, k, n, rec)
 	defer func() {
 		for _, c := range conns {
 			c.Close()
@@ -179,21 +177,21 @@ func (r *run) stallOne(ctx context.Context, k stallKind) (Result, error) {
 	// the bus refused or closed at once never gets there, so the wait
 	// ends as soon as the count stops growing.
 	if files >= 0 {
-		last, lastChange := openFiles(p.pid()), time.Now()
+		last, lastChange := p.OpenFiles(), time.Now()
 		for last < files+len(conns) && time.Since(lastChange) < time.Second && ctx.Err() == nil {
 			time.Sleep(20 * time.Millisecond)
-			if n := openFiles(p.pid()); n != last {
+			if n := p.OpenFiles(); n != last {
 				last, lastChange = n, time.Now()
 			}
 		}
 	}
-	res.RSSAfter = settle(ctx, p.pid())
+	res.RSSAfter = p.SettledRSS(ctx)
 	held := time.Since(start)
 	res.Extra = append(res.Extra, Field{"conns", strconv.Itoa(len(conns))})
 	if files >= 0 {
 		// The connections the bus holds open, which may be fewer than
 		// the client has: those it answered and closed, or refused.
-		res.Extra = append(res.Extra, Field{"bus_holds", strconv.Itoa(max(openFiles(p.pid())-files, 0))})
+		res.Extra = append(res.Extra, Field{"bus_holds", strconv.Itoa(max(p.OpenFiles()-files, 0))})
 	}
 	if res.RSSBefore > 0 && res.RSSAfter > 0 && len(conns) > 0 {
 		per := (res.RSSAfter - res.RSSBefore) / int64(len(conns))
@@ -270,94 +268,4 @@ func stallConn(addr string, k stallKind) (net.Conn, error) {
 	}
 	c.SetDeadline(time.Time{})
 	return c, nil
-}
-
-// settle returns the resident memory of process pid once it has stopped
-// changing: the same in three reads 100 ms apart, or after three seconds.
-func settle(ctx context.Context, pid int) int64 {
-	last, same := readRSS(pid), 0
-	for deadline := time.Now().Add(3 * time.Second); same < 2 && time.Now().Before(deadline) && ctx.Err() == nil; {
-		time.Sleep(100 * time.Millisecond)
-		now := readRSS(pid)
-		if now == last {
-			same++
-		} else {
-			same = 0
-		}
-		last = now
-	}
-	return last
-}
-
-// openFiles returns how many files process pid has open, or -1 where
-// /proc cannot tell.
-func openFiles(pid int) int {
-	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
-	if err != nil {
-		return -1
-	}
-	return len(fds)
-}
-
-// busProcess is an interlink-bus process started for a measurement.
-type busProcess struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{}
-}
-
-var busListening = regexp.MustCompile(`msg="bus listening" addr=(\S+)`)
-
-// startBusProcess runs command (interlink-bus and its arguments) with
-// --addr 127.0.0.1:0 and an environment without INTERLINK_ settings, and
-// waits until it says where it listens.
-func startBusProcess(ctx context.Context, command []string) (*busProcess, error) {
-	cmd := exec.Command(command[0], append(command[1:], "--addr", "127.0.0.1:0")...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "INTERLINK_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	out, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the bus: %v", err)
-	}
-	p := &busProcess{cmd: cmd, done: make(chan struct{})}
-	found := make(chan string, 1)
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := busListening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-		cmd.Wait()
-	}()
-	select {
-	case p.addr = <-found:
-		return p, nil
-	case <-p.done:
-		return nil, errors.New("the bus exited before it listened")
-	case <-time.After(10 * time.Second):
-		p.stop()
-		return nil, errors.New("the bus did not listen within 10 s")
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	}
-}
-
-func (p *busProcess) pid() int { return p.cmd.Process.Pid }
-
-// stop kills the bus and waits for it.
-func (p *busProcess) stop() {
-	p.cmd.Process.Kill()
-	<-p.done
 }

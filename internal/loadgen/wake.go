@@ -27,7 +27,7 @@ const idleWait = 120 * time.Second
 // poll is parked, then sends; an operation is one wake-up, and its latency
 // runs from just before the send to the moment the waiter has the message.
 func (r *run) wake(ctx context.Context) (Result, error) {
-	before := r.rss()
+	before := r.target.RSS()
 	idleCtx, stopIdle := context.WithCancel(ctx)
 	idleDone, err := r.parkIdle(idleCtx, r.cfg.Idle)
 	defer func() {
@@ -40,16 +40,16 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{Name: string(ModeWake)}, err
 	}
-	parked := r.rss()
+	parked := r.target.RSS()
 
-	t := r.tally(string(ModeWake))
+	t := r.meter.tally(string(ModeWake))
 	sends := latency.NewRecorder(0) // how long the /send requests themselves took
 	// The waiter says when it is about to poll, which is also when it has
 	// finished with the previous message; the sender sends only then.
 	ready := make(chan struct{})
-	route := r.route("wake", 0)
+	route := r.names.route("wake", 0)
 	dials := r.client.Dials()
-	elapsed, err := r.phase(ctx, 2, func(ctx context.Context, i int) {
+	elapsed, err := r.meter.phase(ctx, 2, func(ctx context.Context, i int) {
 		if i == 0 {
 			r.wakeSender(ctx, t, sends, route, ready)
 		} else {
@@ -57,7 +57,7 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 		}
 	})
 	res := t.result(string(ModeWake), elapsed)
-	res.RSSBefore, res.RSSAfter = before, r.rss()
+	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	// The wake latency includes the /send request; its own median shows
 	// how much of the latency that is.
 	res.Extra = []Field{
@@ -82,7 +82,7 @@ func (r *run) wakeSender(ctx context.Context, t *tally, sends *latency.Recorder,
 		}
 		sleep(ctx, wakeSettle)
 		start := time.Now()
-		err := r.client.Send(ctx, route, makePayload("w-"+strconv.Itoa(j), r.since(), r.cfg.Size))
+		err := r.client.Send(ctx, route, makePayload("w-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 		if ctx.Err() != nil {
 			return
 		}
@@ -105,7 +105,7 @@ func (r *run) wakeWaiter(ctx context.Context, t *tally, route string, ready chan
 			return
 		}
 		m, err := r.client.Recv(ctx, route, recvWait)
-		now := r.since()
+		now := r.meter.since()
 		if ctx.Err() != nil {
 			return
 		}
@@ -149,7 +149,7 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		close(ch)
 		return ch, err
 	}
-	idle := busclient.New(r.target.url, false, 0)
+	idle := busclient.New(r.target.URL, false, 0)
 	var wg sync.WaitGroup
 	// Once the launching is over, successful or not, done closes when the
 	// polls launched have all returned.
@@ -161,10 +161,10 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		}()
 	}()
 
-	deadline := time.Now().Add(r.cfg.Duration)
+	deadline := time.Now().Add(r.meter.window)
 	for k := range n {
 		wg.Go(func() {
-			route := r.route("idle", k)
+			route := r.names.route("idle", k)
 			for ctx.Err() == nil {
 				_, err := idle.Recv(ctx, route, idleWait)
 				if err != nil && !errors.Is(err, busclient.ErrTimeout) {
@@ -175,7 +175,7 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		if launched := int64(k + 1); launched%parkBatch == 0 || k == n-1 {
 			for idle.Dials() < launched {
 				if time.Now().After(deadline) || ctx.Err() != nil {
-					return ch, fmt.Errorf("wake: only %d of %d idle polls connected within %v", idle.Dials(), n, r.cfg.Duration)
+					return ch, fmt.Errorf("wake: only %d of %d idle polls connected within %v", idle.Dials(), n, r.meter.window)
 				}
 				time.Sleep(time.Millisecond)
 			}
@@ -192,7 +192,7 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 // the bus runs here too, plus a margin for everything else.
 func (r *run) fdsFor(n int) int {
 	fds := n + 256 + r.cfg.Senders + r.cfg.Receivers
-	if r.target.local {
+	if r.target.Local {
 		fds += n
 	}
 	return fds

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox/history"
 
 	"github.com/interlink-go/interlink/internal/statefile"
 )
@@ -205,14 +206,14 @@ func writeHistory(tb testing.TB, f *fixture, from *identity.Signer, prefix strin
 	m := f.message(tb, msg{from: from, id: "x", text: "a message of about one line of prose, like most are"})
 	var buf []byte
 	for i := range n {
-		r := Record{Message: m, Peer: f.peerOf(m), State: StateAcknowledged}
+		r := history.Line{Message: m, Peer: f.peerOf(m), State: string(StateAcknowledged)}
 		r.Message.MsgID = fmt.Sprintf("%s-%06d", prefix, i)
 		var err error
-		if buf, err = appendHistLine(buf, &r); err != nil {
+		if buf, err = history.AppendLine(buf, &r); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	if err := statefile.WriteAtomic(filepath.Join(f.histDir(), dayOf(m.TS)+".jsonl"), buf); err != nil {
+	if err := statefile.WriteAtomic(filepath.Join(f.histDir(), history.Day(m.TS)+".jsonl"), buf); err != nil {
 		tb.Fatal(err)
 	}
 }

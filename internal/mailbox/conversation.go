@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox/history"
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
@@ -111,10 +112,10 @@ func (m *Mailbox) History(peer string, limit int, consume bool) ([]Record, error
 // [Mailbox.History] does not return them.
 func (m *Mailbox) NotKept(peer string) (days []string, err error) {
 	err = m.view(func(*document) error {
-		if err := m.hist.refresh(m.nowMS()); err != nil {
+		if err := m.hist.Refresh(identity.Millis(m.now())); err != nil {
 			return err
 		}
-		days = m.hist.fullDays(peer)
+		days = m.hist.FullDays(peer)
 		return nil
 	})
 	return days, err
@@ -124,15 +125,15 @@ func (m *Mailbox) NotKept(peer string) (days []string, err error) {
 // [Mailbox.History] describes. The lock is held and d's tombstones are
 // current.
 func (m *Mailbox) conversation(d *document, peer string, limit int) ([]Record, error) {
-	now := m.nowMS()
-	if err := m.hist.refresh(now); err != nil {
+	now := identity.Millis(m.now())
+	if err := m.hist.Refresh(now); err != nil {
 		return nil, err
 	}
 	type item struct {
 		rec   *Record // in the document: unread, or not yet in the history
 		live  bool    // rec is unread
 		rc    Receipt
-		entry histEntry
+		entry history.Entry
 		ts    uint64
 	}
 	var items []item
@@ -151,9 +152,9 @@ func (m *Mailbox) conversation(d *document, peer string, limit int) ([]Record, e
 			items = append(items, item{rec: r, live: k == 0, rc: rc, ts: r.Message.TS})
 		}
 	}
-	for rc, e := range m.hist.index {
-		if e.peer == peer && !seen[rc] && !expiredAt(e.ts, now) {
-			items = append(items, item{rc: rc, entry: e, ts: e.ts})
+	for k, e := range m.hist.Entries() {
+		if rc := Receipt(k); e.Peer == peer && !seen[rc] && !expiredAt(e.TS, now) {
+			items = append(items, item{rc: rc, entry: e, ts: e.TS})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int {
@@ -167,35 +168,47 @@ func (m *Mailbox) conversation(d *document, peer string, limit int) ([]Record, e
 		if it.rec != nil {
 			r := *it.rec
 			if !it.live {
-				m.settle(&r)
+				m.tombs.settle(&r)
 			}
 			out = append(out, r)
 			continue
 		}
-		r, ok, err := m.hist.record(it.rc, it.entry)
+		r, ok, err := historyRecord(m.hist, it.rc, it.entry)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			m.settle(&r)
+			m.tombs.settle(&r)
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-// settle gives r, read from the history, the state its tombstone has now:
-// a message superseded before it was acknowledged is acknowledged since.
-func (m *Mailbox) settle(r *Record) {
-	t, ok := m.tombs.get(r.Receipt())
+// historyRecord returns the message of the entry e of rc in h as a
+// record, with the petname and the state it had when it stopped being
+// unread; false when its line cannot be read back as that message.
+func historyRecord(h *history.Log, rc Receipt, e history.Entry) (Record, bool, error) {
+	l, ok, err := h.Read(history.Key(rc), e)
+	if !ok || err != nil {
+		return Record{}, false, err
+	}
+	return Record{Message: l.Message, Peer: l.Peer, State: State(l.State), SupersededBy: l.SupersededBy, raw: l.Raw}, true, nil
+}
+
+// settle gives r, read from the history, the state its tombstone in t has
+// now: a message superseded before it was acknowledged is acknowledged
+// since.
+func (t *tombLog) settle(r *Record) {
+	tb, ok := t.get(r.Receipt())
 	if !ok {
 		return
 	}
-	if t.Acknowledged {
+	if tb.Acknowledged {
 		r.State = StateAcknowledged
 	}
-	if t.SupersededBy != "" {
-		r.SupersededBy = t.SupersededBy
+	if tb.SupersededBy != "" {
+		r.SupersededBy = tb.SupersededBy
 	}
 }
 
@@ -226,14 +239,14 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 		}
 	}
 	err = m.view(func(d *document) error {
-		now := m.nowMS()
+		now := identity.Millis(m.now())
 		for i := range d.legacy {
 			if r := &d.legacy[i]; match(r.Receipt()) && !expiredAt(r.Message.TS, now) {
 				f, ok = Found{Record: *r, Text: true}, true
 				return nil
 			}
 		}
-		if err := m.hist.refresh(now); err != nil {
+		if err := m.hist.Refresh(now); err != nil {
 			return err
 		}
 		for _, t := range m.tombs.list {
@@ -242,34 +255,34 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 				continue
 			}
 			ok = true
-			if e, in := m.hist.index[rc]; in {
-				r, text, err := m.hist.record(rc, e)
+			if e, in := m.hist.Entry(history.Key(rc)); in {
+				r, text, err := historyRecord(m.hist, rc, e)
 				if err != nil {
 					return err
 				}
 				if text {
-					m.settle(&r)
+					m.tombs.settle(&r)
 					f = Found{Record: r, Text: true}
 					return nil
 				}
 			}
 			f = Found{Record: Record{Message: identity.Message{From: t.Sender, MsgID: t.MsgID, TS: t.TS},
-				State: t.State(), SupersededBy: t.SupersededBy}, NotKept: m.hist.full(t.Sender, t.TS)}
+				State: t.State(), SupersededBy: t.SupersededBy}, NotKept: m.hist.Full(t.Sender, t.TS)}
 			return nil
 		}
 		// A superseded update that left no tombstone is in the history
 		// only; the first kept wins.
-		var best *histEntry
+		var best *history.Entry
 		var bestRC Receipt
-		for rc, e := range m.hist.index {
-			if match(rc) && !expiredAt(e.ts, now) && (best == nil || e.seq < best.seq) {
-				best, bestRC = &e, rc
+		for k, e := range m.hist.Entries() {
+			if match(Receipt(k)) && !expiredAt(e.TS, now) && (best == nil || e.Seq < best.Seq) {
+				best, bestRC = &e, Receipt(k)
 			}
 		}
 		if best == nil {
 			return nil
 		}
-		r, text, err := m.hist.record(bestRC, *best)
+		r, text, err := historyRecord(m.hist, bestRC, *best)
 		if err != nil || !text {
 			return err
 		}
@@ -281,3 +294,15 @@ func (m *Mailbox) find(match func(Receipt) bool) (f Found, ok bool, err error) {
 	}
 	return f, ok, nil
 }
+
+// Bounds of the history, per sender and day (see [Mailbox.History]).
+const (
+	// MaxHistoryLines is the most messages of one sender whose text the
+	// history keeps for one day (UTC, by signed time). The text of a
+	// further message of that sender and day is not kept.
+	MaxHistoryLines = history.MaxLines
+	// MaxHistoryBytes is the most bytes of history lines one sender may
+	// have for one day. The text of a message that would go beyond it is
+	// not kept.
+	MaxHistoryBytes = history.MaxBytes
+)

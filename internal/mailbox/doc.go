@@ -47,7 +47,9 @@
 // message writes neither log. The history only shows: the records and
 // the tombstones alone decide which messages are new, and a history that
 // is missing, damaged or cannot be written changes nothing else (a line
-// that cannot be read is skipped, a failed write is logged).
+// that cannot be read is skipped, a failed write is logged). The log of
+// day files itself, its lines and its per-sender shares, is package
+// mailbox/history; the mailbox calls it under its own lock.
 //
 // Every change is one locked read-modify-write: take the lock, re-read the
 // file, change it, append its tombstones, replace the file atomically (see

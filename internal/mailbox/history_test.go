@@ -1,8 +1,6 @@
 package mailbox
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox/history"
 	"github.com/interlink-go/interlink/internal/protocol"
 )
 
@@ -250,7 +249,7 @@ func TestHistoryIsNotReplayState(t *testing.T) {
 		f := newFixture(t)
 		m := f.message(t, msg{id: "m", text: "the real one"})
 		forged := Record{Message: m, Peer: "mallory", State: StateAcknowledged}
-		if err := f.mb.hist.add([]Record{forged}, f.mb.nowMS()); err != nil {
+		if err := f.mb.hist.Add(historyLines([]Record{forged}), identity.Millis(f.mb.now())); err != nil {
 			t.Fatal(err)
 		}
 		if added, err := f.mb.Retain(bg, m, "alice"); err != nil || !added {
@@ -363,7 +362,7 @@ func TestHistoryFloodStaysWithinTheSendersShare(t *testing.T) {
 			if len(kept) > MaxHistoryLines+1 { // plus the one still unread
 				t.Errorf("history shows %d of alice's messages, more than %d", len(kept), MaxHistoryLines)
 			}
-			if days, err := f.mb.NotKept("alice"); err != nil || !cmp.Equal(days, []string{dayOf(identity.Millis(baseTime))}) {
+			if days, err := f.mb.NotKept("alice"); err != nil || !cmp.Equal(days, []string{history.Day(identity.Millis(baseTime))}) {
 				t.Errorf("NotKept(alice) = %v, %v", days, err)
 			}
 			if days, _ := f.mb.NotKept("bob"); len(days) != 0 {
@@ -401,8 +400,8 @@ func TestHistoryFilesLeaveWithTheWindow(t *testing.T) {
 	f := newFixture(t)
 	a := f.retain(t, msg{id: "a"})
 	f.mb.Acknowledge([]Receipt{receipt(a)})
-	day := dayOf(a.TS)
-	end, _ := dayEnd(day)
+	day := history.Day(a.TS)
+	end, _ := history.DayEnd(day)
 	if _, ok := f.histFiles(t)[day+".jsonl"]; !ok {
 		t.Fatalf("history files %v, want %s.jsonl", f.histFiles(t), day)
 	}
@@ -430,11 +429,11 @@ func TestHistoryFilesLeaveWithTheWindow(t *testing.T) {
 	// So does a change that writes the history, in another process.
 	b := f.retain(t, msg{id: "b", ts: f.clock.Now().Sub(baseTime) - time.Hour})
 	f.open(t).Acknowledge([]Receipt{receipt(b)})
-	bDay := dayOf(b.TS)
+	bDay := history.Day(b.TS)
 	if _, ok := f.histFiles(t)[bDay+".jsonl"]; !ok {
 		t.Fatalf("history files %v, want %s.jsonl", f.histFiles(t), bDay)
 	}
-	bEnd, _ := dayEnd(bDay)
+	bEnd, _ := history.DayEnd(bDay)
 	f.clock.Set(time.UnixMilli(int64(bEnd)).Add(protocol.MaxPast + time.Millisecond))
 	c := f.retain(t, msg{id: "c", ts: f.clock.Now().Sub(baseTime) - time.Hour})
 	f.mb.Acknowledge([]Receipt{receipt(c)})
@@ -453,13 +452,13 @@ func TestHistoryAfterACrash(t *testing.T) {
 	f := newFixture(t)
 	m := f.retain(t, msg{id: "m"})
 	recs := f.records(t)
-	if err := f.mb.hist.add(recs, f.mb.nowMS()); err != nil {
+	if err := f.mb.hist.Add(historyLines(recs), identity.Millis(f.mb.now())); err != nil {
 		t.Fatal(err)
 	}
 	if got := labels(f.history(t, "alice")); !cmp.Equal(got, map[string]string{"m": "body of m | receiver_stored"}) {
 		t.Errorf("History = %v", got)
 	}
-	path := filepath.Join(f.histDir(), dayOf(m.TS)+".jsonl")
+	path := filepath.Join(f.histDir(), history.Day(m.TS)+".jsonl")
 	before, _ := os.ReadFile(path)
 	f.mb.Acknowledge([]Receipt{receipt(m)})
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
@@ -513,52 +512,6 @@ func TestEarlierShapeKeepsItsTextInTheHistory(t *testing.T) {
 	if got := labels(historyOf(t, f.open(t), "alice")); !cmp.Equal(got, want) {
 		t.Errorf("History after the first change = %v", got)
 	}
-}
-
-// A history line decodes without panicking, or not at all; what decodes
-// is written back by the encoder the mailbox uses and decodes to the same
-// line.
-func FuzzDecodeHistLine(f *testing.F) {
-	f.Add([]byte(`{"sender":"A","msg_id":"m1","ts":1700000000000,"peer":"alice","state":"receiver_acknowledged","message":` + validMessage + `}`))
-	f.Add([]byte(`{"sender":"A","msg_id":"u1","ts":1,"peer":"","state":"receiver_stored","superseded_by":"u2","message":{"text":"<i>"}}`))
-	f.Add([]byte(`{"sender":"A","msg_id":"m9","ts":5,"peer":"alice","not_kept":true}`))
-	f.Add([]byte("{\"sender\":\"A\",\"msg_id\":\"m2\",\"ts\":2,\"peer\":\"b\",\"state\":\"receiver_stored\",\"message\":{\"text\":\n\"x\"}}"))
-	f.Add([]byte(`{"sender":"A","msg_id":"m1","ts":-1,"peer":"alice","state":"nope","message":null}`))
-
-	f.Fuzz(func(t *testing.T, line []byte) {
-		l, err := decodeHistLine(line)
-		if err != nil {
-			return
-		}
-		r := Record{Message: identity.Message{From: l.sender, MsgID: l.msgID, TS: l.ts}, Peer: l.peer,
-			State: l.state, SupersededBy: l.supersededBy, raw: l.message}
-		var out []byte
-		if l.full {
-			out = appendHistMarker(nil, &r)
-		} else if out, err = appendHistLine(nil, &r); err != nil {
-			t.Fatalf("encode: %v", err)
-		}
-		if len(out) == 0 || out[len(out)-1] != '\n' || strings.Count(string(out), "\n") != 1 {
-			t.Fatalf("encoded line %q is not one line", out)
-		}
-		l2, err := decodeHistLine(out[:len(out)-1])
-		if err != nil {
-			t.Fatalf("re-decode of %s: %v", out, err)
-		}
-		// The message is written back compact when it held a line break.
-		for _, m := range []*json.RawMessage{&l.message, &l2.message} {
-			var buf bytes.Buffer
-			if len(*m) > 0 {
-				if err := json.Compact(&buf, *m); err != nil {
-					t.Fatalf("compact %s: %v", *m, err)
-				}
-				*m = buf.Bytes()
-			}
-		}
-		if diff := cmp.Diff(l, l2, cmp.AllowUnexported(histLine{})); diff != "" {
-			t.Fatalf("decode→encode→decode differs (-first +second):\n%s", diff)
-		}
-	})
 }
 
 // An unread message is found as Receive finds it, without the lock, so a

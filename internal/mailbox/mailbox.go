@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox/history"
 	"github.com/interlink-go/interlink/internal/paths"
 	"github.com/interlink-go/interlink/internal/route"
 	"github.com/interlink-go/interlink/internal/statefile"
@@ -59,7 +60,7 @@ type Mailbox struct {
 	// tombs is the tombstone log and hist the history; guarded by the
 	// file lock, not by mu.
 	tombs *tombLog
-	hist  *histLog
+	hist  *history.Log
 
 	// last is the file as this Mailbox last read or wrote it: a file with
 	// the same bytes decodes to the same document, so decoding it again
@@ -98,7 +99,7 @@ func Open(stateRoot string, own identity.PublicKey, session string, opts *Option
 	return &Mailbox{
 		path:     file.Path(),
 		tombs:    newTombLog(file.Sidecar("tombstones.jsonl")),
-		hist:     newHistLog(file.Sidecar("history"), o.Logger),
+		hist:     history.New(file.Sidecar("history"), func(s string) bool { return State(s).recordState() }, o.Logger),
 		lockPath: file.Lock(),
 		now:      o.Now,
 		newID:    o.NewID,
@@ -117,7 +118,6 @@ func (m *Mailbox) NotifierLockPath() string {
 }
 
 // nowMS returns the clock in Unix milliseconds.
-func (m *Mailbox) nowMS() uint64 { return identity.Millis(m.now()) }
 
 // read decodes the current file without taking the lock. The document it
 // returns is the caller's to change.
@@ -153,82 +153,79 @@ func (m *Mailbox) read() (document, error) {
 // which the next change resolves in favour of the tombstone, so nothing
 // already consumed is shown as new after a redelivery.
 func (m *Mailbox) update(ctx context.Context, admit bool, fn func(d *document) (changed bool, err error)) error {
-	return statefile.Locked(ctx, m.lockPath, func() error { return m.change(admit, fn) })
-}
-
-// change is the body of [Mailbox.update], run with the lock held.
-func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err error)) error {
-	d, err := m.read()
-	if err != nil {
-		return err
-	}
-	if err := m.tombs.refresh(); err != nil {
-		return err
-	}
-	d.tombs = m.tombs
-	// Move what an earlier file kept whole to the log first, and drop
-	// records the log already has (see above).
-	migrate := len(d.legacy) > 0
-	if migrate {
-		tombs := make([]Tombstone, len(d.legacy))
-		for i := range d.legacy {
-			tombs[i] = tombstoneOf(&d.legacy[i])
-		}
-		if err := m.tombs.add(tombs); err != nil {
+	return statefile.Locked(ctx, m.lockPath, func() error {
+		d, err := m.read()
+		if err != nil {
 			return err
 		}
-		d.retired = append(d.retired, d.legacy...)
-		d.legacy = nil
-	}
-	n := len(d.records)
-	d.records = slices.DeleteFunc(d.records, func(r Record) bool {
-		_, gone := m.tombs.get(r.Receipt())
-		if gone {
-			d.retired = append(d.retired, r)
+		if err := m.tombs.refresh(); err != nil {
+			return err
 		}
-		return gone
-	})
-	migrate = migrate || len(d.records) != n
+		d.tombs = m.tombs
+		// Move what an earlier file kept whole to the log first, and drop
+		// records the log already has (see above).
+		migrate := len(d.legacy) > 0
+		if migrate {
+			tombs := make([]Tombstone, len(d.legacy))
+			for i := range d.legacy {
+				tombs[i] = tombstoneOf(&d.legacy[i])
+			}
+			if err := m.tombs.add(tombs); err != nil {
+				return err
+			}
+			d.retired = append(d.retired, d.legacy...)
+			d.legacy = nil
+		}
+		n := len(d.records)
+		d.records = slices.DeleteFunc(d.records, func(r Record) bool {
+			_, gone := m.tombs.get(r.Receipt())
+			if gone {
+				d.retired = append(d.retired, r)
+			}
+			return gone
+		})
+		migrate = migrate || len(d.records) != n
 
-	changed, err := fn(&d)
-	if err != nil {
-		return err
-	}
-	if !changed && !migrate && len(d.added) == 0 {
-		m.keep(d.retired)
+		changed, err := fn(&d)
+		if err != nil {
+			return err
+		}
+		if !changed && !migrate && len(d.added) == 0 {
+			keep(m.hist, m.log, d.retired, identity.Millis(m.now()))
+			return nil
+		}
+		if admit && len(d.records) > MaxRecords {
+			return fmt.Errorf("%w (%d unread records, limit %d)", ErrFull, len(d.records), MaxRecords)
+		}
+		records, sizes, err := encodeRecords(d.records)
+		if err != nil {
+			return fmt.Errorf("mailbox: encode: %w", err)
+		}
+		if admit && len(records) > MaxRecordsBytes {
+			return fmt.Errorf("%w (%d bytes of unread records, limit %d)", ErrFull, len(records), MaxRecordsBytes)
+		}
+		if admit && d.admitted != "" {
+			if err := share(&d, len(records), sizes, identity.Millis(m.now())); err != nil {
+				return err
+			}
+		}
+		data, err := encode(records, d.notice)
+		if err != nil {
+			return fmt.Errorf("mailbox: encode: %w", err)
+		}
+		keep(m.hist, m.log, d.retired, identity.Millis(m.now()))
+		if err := m.tombs.add(d.added); err != nil {
+			return err
+		}
+		if err := m.tombs.compactIfDue(identity.Millis(m.now())); err != nil {
+			m.log.Warn("mailbox: tombstone log not compacted", "err", err)
+		}
+		if err := statefile.WriteAtomic(m.path, data); err != nil {
+			return fmt.Errorf("mailbox: %w", err)
+		}
+		m.last.Put(data, d)
 		return nil
-	}
-	if admit && len(d.records) > MaxRecords {
-		return fmt.Errorf("%w (%d unread records, limit %d)", ErrFull, len(d.records), MaxRecords)
-	}
-	records, sizes, err := encodeRecords(d.records)
-	if err != nil {
-		return fmt.Errorf("mailbox: encode: %w", err)
-	}
-	if admit && len(records) > MaxRecordsBytes {
-		return fmt.Errorf("%w (%d bytes of unread records, limit %d)", ErrFull, len(records), MaxRecordsBytes)
-	}
-	if admit && d.admitted != "" {
-		if err := m.share(&d, len(records), sizes); err != nil {
-			return err
-		}
-	}
-	data, err := encode(records, d.notice)
-	if err != nil {
-		return fmt.Errorf("mailbox: encode: %w", err)
-	}
-	m.keep(d.retired)
-	if err := m.tombs.add(d.added); err != nil {
-		return err
-	}
-	if err := m.tombs.compactIfDue(m.nowMS()); err != nil {
-		m.log.Warn("mailbox: tombstone log not compacted", "err", err)
-	}
-	if err := statefile.WriteAtomic(m.path, data); err != nil {
-		return fmt.Errorf("mailbox: %w", err)
-	}
-	m.last.Put(data, d)
-	return nil
+	})
 }
 
 // keep writes the text of records that stopped being unread to the
@@ -237,13 +234,23 @@ func (m *Mailbox) change(admit bool, fn func(d *document) (changed bool, err err
 // unread record while it is one, and nothing is lost. The history only
 // shows, so failing to write it stops neither intake nor acknowledging:
 // the failure is logged and the text of those records is not kept.
-func (m *Mailbox) keep(recs []Record) {
+func keep(h *history.Log, log *slog.Logger, recs []Record, now uint64) {
 	if len(recs) == 0 {
 		return
 	}
-	if err := m.hist.add(recs, m.nowMS()); err != nil {
-		m.log.Warn("mailbox: history not written; the text of consumed messages is not kept", "err", err)
+	if err := h.Add(historyLines(recs), now); err != nil {
+		log.Warn("mailbox: history not written; the text of consumed messages is not kept", "err", err)
 	}
+}
+
+// historyLines returns the history lines of recs.
+func historyLines(recs []Record) []history.Line {
+	lines := make([]history.Line, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		lines[i] = history.Line{Message: r.Message, Raw: r.raw, Peer: r.Peer, State: string(r.State), SupersededBy: r.SupersededBy}
+	}
+	return lines
 }
 
 // share checks that the sender d.admitted stays within its share after
@@ -259,7 +266,7 @@ func (m *Mailbox) keep(recs []Record) {
 // and tombstones inside the replay window together stay within
 // [MaxTombstones], so the replay state one sender causes is bounded, and
 // nobody else's is ever evicted for it.
-func (m *Mailbox) share(d *document, total int, sizes []int) error {
+func share(d *document, total int, sizes []int, now uint64) error {
 	s := d.admitted
 	var held, heldBytes int
 	for i := range d.records {
@@ -280,7 +287,7 @@ func (m *Mailbox) share(d *document, total int, sizes []int) error {
 				ErrOverShare, heldBytes-newBytes, total-newBytes, newBytes, MaxRecordsBytes)
 		}
 	}
-	entries := held + d.tombs.liveCount(s, m.nowMS())
+	entries := held + d.tombs.liveCount(s, now)
 	for i := range d.added {
 		if d.added[i].Sender != s {
 			continue
@@ -495,7 +502,7 @@ func (m *Mailbox) Tombstones() (out []Tombstone, err error) {
 		if err := m.tombs.refresh(); err != nil {
 			return err
 		}
-		out = m.tombs.current(m.nowMS())
+		out = m.tombs.current(identity.Millis(m.now()))
 		return nil
 	})
 	return out, err
@@ -563,17 +570,17 @@ func (m *Mailbox) acknowledgeIn(d *document, want map[Receipt]bool) int {
 	if len(rest) == 0 {
 		return n
 	}
-	now := m.nowMS()
-	if err := m.hist.refresh(now); err != nil {
+	now := identity.Millis(m.now())
+	if err := m.hist.Refresh(now); err != nil {
 		m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
 		return n
 	}
 	for _, rc := range rest {
-		e, ok := m.hist.index[rc]
-		if !ok || expiredAt(e.ts, now) || e.supersededBy == "" {
+		e, ok := m.hist.Entry(history.Key(rc))
+		if !ok || expiredAt(e.TS, now) || e.SupersededBy == "" {
 			continue
 		}
-		r, ok, err := m.hist.record(rc, e)
+		r, ok, err := historyRecord(m.hist, rc, e)
 		if err != nil {
 			m.log.Warn("mailbox: history not read; superseded updates it alone shows stay as they are", "err", err)
 			return n

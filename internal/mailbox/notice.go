@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // Notice back-off, in milliseconds: the first notice for a backlog expires
@@ -59,8 +61,11 @@ func (m *Mailbox) Reserve(ctx context.Context) (*Notice, error) {
 // what skip says may take up to [quietMax] to show while the file does not
 // change.
 func (m *Mailbox) ReserveSkipping(ctx context.Context, skip func(sender string) bool) (*Notice, error) {
-	now := m.nowMS()
-	if m.stillQuiet(now) {
+	now := identity.Millis(m.now())
+	m.mu.Lock()
+	last := m.quiet
+	m.mu.Unlock()
+	if last.holds(m.path, now) {
 		return nil, nil
 	}
 	var out *Notice
@@ -81,7 +86,7 @@ func (m *Mailbox) ReserveSkipping(ctx context.Context, skip func(sender string) 
 			had := d.notice != nil
 			d.notice = nil
 			if !had {
-				q = m.observe(now, now+quietMax)
+				q = observe(m.path, now, now+quietMax)
 			}
 			return had, nil
 		}
@@ -92,7 +97,7 @@ func (m *Mailbox) ReserveSkipping(ctx context.Context, skip func(sender string) 
 				remaining = prev.RetryAt - now
 			}
 			if remaining > 0 && remaining <= noticeMaxDelay {
-				q = m.observe(now, min(prev.RetryAt, now+quietMax))
+				q = observe(m.path, now, min(prev.RetryAt, now+quietMax))
 				return false, nil
 			}
 			attempt = min(prev.Attempt+1, maxAttempt)
@@ -188,12 +193,12 @@ type quiet struct {
 	until uint64      // when something may fall due, at most from+quietMax
 }
 
-// observe describes the mailbox file as it is now, for a Reserve at now
-// that found nothing due before until. The caller holds the file lock, so
-// the file is the one just read. It returns nil when the file cannot be
-// described, and then nothing is remembered.
-func (m *Mailbox) observe(now, until uint64) *quiet {
-	fi, err := os.Stat(m.path)
+// observe describes the mailbox file at path as it is now, for a Reserve
+// at now that found nothing due before until. The caller holds the file
+// lock, so the file is the one just read. It returns nil when the file
+// cannot be described, and then nothing is remembered.
+func observe(path string, now, until uint64) *quiet {
+	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		fi = nil
@@ -208,16 +213,14 @@ func (m *Mailbox) observe(now, until uint64) *quiet {
 	return &quiet{file: fi, from: now, until: until}
 }
 
-// stillQuiet reports whether the last Reserve found nothing due, the clock
-// now lies within the span it was good for, and the file looks unchanged.
-func (m *Mailbox) stillQuiet(now uint64) bool {
-	m.mu.Lock()
-	q := m.quiet
-	m.mu.Unlock()
+// holds reports whether q, what the last Reserve saw when it found nothing
+// due (nil when it found something), still holds: the clock now lies
+// within the span it was good for, and the file at path looks unchanged.
+func (q *quiet) holds(path string, now uint64) bool {
 	if q == nil || now < q.from || now >= q.until {
 		return false
 	}
-	fi, err := os.Stat(m.path)
+	fi, err := os.Stat(path)
 	if q.file == nil {
 		return errors.Is(err, fs.ErrNotExist)
 	}

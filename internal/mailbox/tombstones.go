@@ -257,7 +257,7 @@ func (t *tombLog) add(tombs []Tombstone) error {
 
 // appendFile writes buf at offset, cutting off whatever lies beyond, and
 // syncs the file.
-func (t *tombLog) appendFile(buf []byte) error { return appendAt(t.path, t.offset, buf) }
+func (t *tombLog) appendFile(buf []byte) error { return statefile.AppendAt(t.path, t.offset, buf) }
 
 // compactFloor is the fewest dead lines that make a compaction due.
 const compactFloor = 1024

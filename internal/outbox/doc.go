@@ -75,6 +75,15 @@
 // already held by a relay is not renewed; the receiver judges freshness when
 // it takes the message.
 //
+// # Pairing messages
+//
+// Knocks and confirmations of pairing (package pairing) are queued here too,
+// with [Outbox.Replace]: a knock asked for again keeps its request id as
+// msg_id, so it takes the place of the earlier one rather than being
+// refused as a duplicate. [Outbox.Withdraw] takes a pending message back
+// when the pairing change it belongs to could not be saved. They are sent,
+// signed again, expired, and listed like every other message.
+//
 // # Bounds
 //
 // A session has at most [MaxPending] pending messages and

@@ -11,12 +11,16 @@ import (
 )
 
 // printRelay is a relay that accepts everything and says so.
-type printRelay struct{}
+type printRelay struct{ got chan struct{} }
 
 func (printRelay) URL() string { return "http://127.0.0.1:9440" }
 
-func (printRelay) Send(_ context.Context, route string, _ []byte) error {
+func (r printRelay) Send(_ context.Context, route string, _ []byte) error {
 	fmt.Println("relay got a message for", route)
+	select {
+	case r.got <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -29,7 +33,8 @@ func Example() {
 		panic(err)
 	}
 	defer os.RemoveAll(root)
-	o, err := outbox.Open(root, signer.Public(), "s0", []outbox.Sender{printRelay{}}, signer, nil)
+	relay := printRelay{got: make(chan struct{}, 1)}
+	o, err := outbox.Open(root, signer.Public(), "s0", []outbox.Sender{relay}, signer, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -49,14 +54,14 @@ func Example() {
 	if err := o.Enqueue(ctx, "KEY#s1", "self", m); err != nil {
 		panic(err)
 	}
-	for {
-		e, _, _ := o.Status(m.MsgID)
-		if e.State != outbox.StatePending {
-			fmt.Println(e.State, e.AcceptedBy)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	// Once this outbox has sent something it is the session's sender, and
+	// Drain waits until nothing is pending.
+	<-relay.got
+	if n := o.Drain(ctx); n != 0 {
+		panic(fmt.Sprint(n, " still pending"))
 	}
+	e, _, _ := o.Status(m.MsgID)
+	fmt.Println(e.State, e.AcceptedBy)
 	cancel()
 	<-done
 	// Output:

@@ -293,6 +293,35 @@ func (o *Outbox) Enqueue(ctx context.Context, route, peer string, m identity.Mes
 // session with [MaxPending] messages (or [MaxPendingBytes] of them) waiting
 // gets [ErrFull] and nothing is written.
 func (o *Outbox) EnqueueLogged(ctx context.Context, route, peer, logText string, m identity.Message) error {
+	return o.enqueue(ctx, route, peer, logText, m, false)
+}
+
+// Replace is [Outbox.EnqueueLogged], except that an entry with m's msg_id,
+// pending or finished, is replaced by the new one rather than refused: a
+// message that must go out again under the same id, such as a pairing
+// request asked for a second time, whose id the answer must carry.
+func (o *Outbox) Replace(ctx context.Context, route, peer, logText string, m identity.Message) error {
+	return o.enqueue(ctx, route, peer, logText, m, true)
+}
+
+// Withdraw removes the pending message msgID from the outbox and reports
+// whether it was there, pending. A relay may have taken it already, in an
+// attempt that had started; the outcome of that attempt is then not
+// recorded. A finished entry is left as it is.
+func (o *Outbox) Withdraw(ctx context.Context, msgID string) (bool, error) {
+	var found bool
+	err := o.update(ctx, func(d *document) (bool, error) {
+		n := len(d.entries)
+		d.entries = slices.DeleteFunc(d.entries, func(s *stored) bool { return s.MsgID == msgID && s.State == StatePending })
+		found = len(d.entries) != n
+		return found, nil
+	})
+	return found, err
+}
+
+// enqueue writes m as pending; replace makes an entry with the same
+// msg_id give way instead of being [ErrDuplicate].
+func (o *Outbox) enqueue(ctx context.Context, route, peer, logText string, m identity.Message, replace bool) error {
 	if route == "" {
 		return errors.New("outbox: enqueue: empty route")
 	}
@@ -305,6 +334,9 @@ func (o *Outbox) EnqueueLogged(ctx context.Context, route, peer, logText string,
 	}
 	now := identity.Millis(o.now())
 	err = o.update(ctx, func(d *document) (bool, error) {
+		if replace {
+			d.entries = slices.DeleteFunc(d.entries, func(s *stored) bool { return s.MsgID == m.MsgID })
+		}
 		pending, bytes := 0, len(payload)
 		for _, s := range d.entries {
 			if s.MsgID == m.MsgID {

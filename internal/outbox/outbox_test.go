@@ -12,6 +12,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 func TestEnqueue(t *testing.T) {
@@ -162,4 +163,67 @@ func TestLogBound(t *testing.T) {
 			t.Errorf("Status(%s) still found after one more message finished", ids[extra])
 		}
 	})
+}
+
+// Replace puts a message in place of any entry with its msg_id, pending or
+// finished, where Enqueue refuses the id; the new copy is pending, for its
+// own route, and is the one sent.
+func TestReplaceGivesWayToTheSameMsgID(t *testing.T) {
+	relay := newFake("http://r")
+	o := newOutbox(t, []outbox.Sender{relay}, &outbox.Options{RetryEvery: time.Hour})
+	m := newMessage(t, "first", time.Now())
+	enqueue(t, o, routeTo("s1"), m)
+	if err := o.Enqueue(bg, routeTo("s2"), "bob", m); !errors.Is(err, outbox.ErrDuplicate) {
+		t.Fatalf("Enqueue of the same msg_id = %v, want ErrDuplicate", err)
+	}
+	if err := o.Replace(bg, routeTo("s2"), "bob", "again", m); err != nil {
+		t.Fatal(err)
+	}
+	if p := pending(t, o); len(p) != 1 || p[0].Route != routeTo("s2") || p[0].Text != "again" {
+		t.Fatalf("pending after Replace = %+v, want the one copy for s2", p)
+	}
+	start(t, o)
+	wantAccepted := func() bool { return status(t, o, m.MsgID).State == outbox.StateBusAccepted }
+	testutil.Eventually(t, 10*time.Second, "the copy accepted", wantAccepted)
+	if got := relay.calls(m.MsgID); len(got) != 1 || got[0].route != routeTo("s2") {
+		t.Errorf("sent %+v, want once to s2", got)
+	}
+	// A finished entry gives way too: the message goes out again.
+	if err := o.Replace(bg, routeTo("s3"), "bob", "third", m); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the third copy sent", func() bool { return len(relay.calls(m.MsgID)) == 2 })
+	if e := status(t, o, m.MsgID); e.Route != routeTo("s3") {
+		t.Errorf("entry after the second Replace = %+v", e)
+	}
+}
+
+// Withdraw takes back a pending message and nothing else: a finished
+// entry stays in the log, and an unknown id is no error.
+func TestWithdrawTakesBackOnlyAPendingMessage(t *testing.T) {
+	relay := newFake("http://r")
+	o := newOutbox(t, []outbox.Sender{relay}, nil)
+	kept, gone := newMessage(t, "kept", time.Now()), newMessage(t, "gone", time.Now())
+	enqueue(t, o, routeTo("s1"), kept)
+	start(t, o)
+	testutil.Eventually(t, 10*time.Second, "the first accepted", func() bool {
+		return status(t, o, kept.MsgID).State == outbox.StateBusAccepted
+	})
+	if ok, err := o.Withdraw(bg, kept.MsgID); err != nil || ok {
+		t.Errorf("Withdraw of a finished message = %v, %v; want false", ok, err)
+	}
+	if _, ok := lookup(t, o, kept.MsgID); !ok {
+		t.Error("the finished entry left the log")
+	}
+	relay.refuse(statusErr(503))
+	enqueue(t, o, routeTo("s1"), gone)
+	if ok, err := o.Withdraw(bg, gone.MsgID); err != nil || !ok {
+		t.Errorf("Withdraw of a pending message = %v, %v; want true", ok, err)
+	}
+	if _, ok := lookup(t, o, gone.MsgID); ok {
+		t.Error("the withdrawn message is still in the outbox")
+	}
+	if ok, err := o.Withdraw(bg, "unknown"); err != nil || ok {
+		t.Errorf("Withdraw of an unknown id = %v, %v", ok, err)
+	}
 }

@@ -191,8 +191,8 @@ func headOf(d *document, rt string) (*stored, int) {
 // outcome in the file. It reports whether s left the pending state.
 func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	now := o.now()
-	if o.expired(s, now) {
-		o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+	if expired(s, now, o.expireAfter) {
+		o.record(s, func(e *stored, d *document, ms uint64) {
 			e.LastError = "no relay accepted it within " + o.expireAfter.String() + " of queueing"
 			finish(d, e, StateExpired, ms)
 		})
@@ -202,7 +202,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	orig, err := s.message()
 	if err != nil {
 		// It can never be sent; keeping it would block its route for good.
-		o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+		o.record(s, func(e *stored, d *document, ms uint64) {
 			e.LastError = "the stored message is not a valid signed message: " + err.Error()
 			finish(d, e, StateRejected, ms)
 		})
@@ -235,7 +235,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	}
 	reason := strings.Join(errs, "; ")
 	var attempts int
-	o.record(s.MsgID, func(e *stored, d *document, ms uint64) {
+	o.record(s, func(e *stored, d *document, ms uint64) {
 		e.Attempts++
 		attempts = e.Attempts
 		if resigned {
@@ -264,17 +264,21 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	return false
 }
 
-// record applies change to the pending entry msgID under the file lock.
-// It runs even after Run's context ended, bounded by recordTimeout. A
-// failure is logged: the entry then stays as it was, and a message a relay
-// accepted may be sent again, which receivers drop as a replay.
-func (o *Outbox) record(msgID string, change func(e *stored, d *document, now uint64)) {
+// record applies change to the pending entry that is still the attempted
+// entry a, under the file lock: same msg_id, route and queueing time, so an
+// entry withdrawn or replaced meanwhile (see [Outbox.Replace]) is not given
+// the outcome of an attempt at another message. It runs even after Run's
+// context ended, bounded by recordTimeout. A failure is logged: the entry
+// then stays as it was, and a message a relay accepted may be sent again,
+// which receivers drop as a replay.
+func (o *Outbox) record(a *stored, change func(e *stored, d *document, now uint64)) {
+	msgID := a.MsgID
 	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
 	defer cancel()
 	now := identity.Millis(o.now())
 	err := o.update(ctx, func(d *document) (bool, error) {
 		for _, e := range d.entries {
-			if e.MsgID == msgID && e.State == StatePending {
+			if e.MsgID == msgID && e.State == StatePending && e.Route == a.Route && e.QueuedAt == a.QueuedAt {
 				change(e, d, now)
 				return true, nil
 			}
@@ -286,15 +290,15 @@ func (o *Outbox) record(msgID string, change func(e *stored, d *document, now ui
 	}
 }
 
-// expired reports whether s has been pending longer than ExpireAfter. An
+// expired reports whether s has been pending longer than after at now. An
 // entry without a queueing time counts from its signature.
-func (o *Outbox) expired(s *stored, now time.Time) bool {
+func expired(s *stored, now time.Time, after time.Duration) bool {
 	since := s.QueuedAt
 	if since == 0 {
 		since = s.TS
 	}
 	ms := identity.Millis(now)
-	return ms > since && ms-since > uint64(max(o.expireAfter.Milliseconds(), 0))
+	return ms > since && ms-since > uint64(max(after.Milliseconds(), 0))
 }
 
 // resignIfOld returns m signed again with the current time when its
@@ -328,7 +332,8 @@ func (o *Outbox) Drain(ctx context.Context) int {
 	o.broadcast()
 	for {
 		changed := o.changed()
-		n, err := o.pendingCount()
+		d, err := o.read()
+		n := d.pendingCount()
 		if err != nil {
 			o.log.Warn("outbox unreadable while draining", "err", err)
 		}
@@ -350,19 +355,15 @@ func (o *Outbox) Drain(ctx context.Context) int {
 	}
 }
 
-// pendingCount returns the number of pending messages in the file.
-func (o *Outbox) pendingCount() (int, error) {
-	d, err := o.read()
-	if err != nil {
-		return 0, err
-	}
+// pendingCount returns the number of pending messages in d.
+func (d *document) pendingCount() int {
 	n := 0
 	for _, s := range d.entries {
 		if s.State == StatePending {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // errText returns err's text cleaned for display and cut to errTextLimit

@@ -16,6 +16,7 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // A message goes through a real bus unchanged and is then bus_accepted.
@@ -59,10 +60,9 @@ func TestDeliverEndToEnd(t *testing.T) {
 	}
 
 	// The state changes right after the relay's reply reaches the worker.
-	deadline := time.Now().Add(10 * time.Second)
-	for status(t, o, m.MsgID).State == outbox.StatePending && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the message out of pending", func() bool {
+		return status(t, o, m.MsgID).State != outbox.StatePending
+	})
 	e := wantState(t, o, m.MsgID, outbox.StateBusAccepted)
 	wantEntry := outbox.Entry{
 		MsgID: m.MsgID, Peer: "bob", Route: routeTo("s1"), Text: m.Text, TS: m.TS,

@@ -31,31 +31,30 @@ var (
 	// ErrAmbiguous reports a fingerprint shared by several pending requests.
 	ErrAmbiguous = errors.New("pairing: ambiguous fingerprint; use the full key")
 
-	// ErrQueueFull reports that the queue of pairing messages already holds
-	// [QueueCap] jobs. Nothing was changed.
-	ErrQueueFull = errors.New("pairing: control queue is full")
 	// ErrNotPending reports that the request being accepted is no longer
 	// pending as it was read: it was accepted, rejected or refreshed by a
 	// repeated knock meanwhile. Nothing was changed.
 	ErrNotPending = errors.New("pairing: request is no longer pending; review the pending requests again")
 	// ErrConfirmationPending reports an acceptance whose peer was authorized
-	// but whose confirmation could not be saved. It is wrapped by every
+	// but whose change to the state file could not be saved. It is wrapped by every
 	// [ConfirmationPendingError].
 	ErrConfirmationPending = errors.New("pairing: peer authorized but confirmation not saved")
 
 	// ErrBadRoute reports a route that a pairing message cannot use: a bare
 	// key where one exact session is needed, or a route of another key.
 	ErrBadRoute = errors.New("pairing: unusable route")
-	// ErrBadJob reports a queued job that must not be sent: its message does
-	// not verify, was not signed by the own key, is not a pairing kind, or
-	// its route does not name a session of the recipient.
+	// ErrBadJob reports a pairing message that must not be sent: one that
+	// is not the knock or confirmation asked for, or a job an earlier
+	// version queued whose message does not verify, was not signed by the
+	// own key, is not a pairing kind, or whose route does not name a
+	// session of the recipient.
 	ErrBadJob = errors.New("pairing: bad queued job")
 )
 
 // ConfirmationPendingError is returned by [Store.Accept] when the peer was
 // authorized but the state file could not be written afterwards. The peer is
-// trusted locally, the request is still pending and no confirmation is
-// queued, so the requester does not know yet. Calling Accept again for the
+// trusted locally, the request is still pending and the confirmation was
+// withdrawn from the outbox, so the requester does not know yet. Calling Accept again for the
 // same request, once storage works, finishes the job; that is safe because
 // the authorization is expected to be idempotent.
 type ConfirmationPendingError struct {

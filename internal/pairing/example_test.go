@@ -2,12 +2,14 @@ package pairing_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log"
 	"os"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/route"
 )
@@ -22,7 +24,8 @@ func mustSigner(b byte) *identity.Signer {
 }
 
 // A knock arrives, is stored, and is accepted: the requester is authorized
-// and the confirmation is queued for the session that knocked.
+// and the confirmation is queued in Bob's outbox for the session that
+// knocked.
 func ExampleStore_Accept() {
 	root, err := os.MkdirTemp("", "pairing")
 	if err != nil {
@@ -63,7 +66,11 @@ func ExampleStore_Accept() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = store.Accept(req, confirm, func() error {
+	ob, err := outbox.Open(root, bob.Public(), bobRoute.Session, nil, bob, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = store.Accept(context.Background(), req, confirm, ob, func() error {
 		fmt.Println("authorize", req.Name) // add the peer to the policy here
 		return nil
 	})
@@ -75,13 +82,14 @@ func ExampleStore_Accept() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	job := st.Queued[0]
-	fmt.Println("pending:", len(st.Inbound))
-	fmt.Println("confirmation to alice's session:", route.Parse(job.Route).Session)
-	fmt.Println("in reply to:", job.Msg.InReplyTo)
+	fmt.Println("pending requests:", len(st.Inbound))
+	sending, err := ob.Pending()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("confirmation", sending[0].MsgID, "to alice's session:", route.Parse(sending[0].Route).Session)
 	// Output:
 	// authorize alice
-	// pending: 0
-	// confirmation to alice's session: alice-1
-	// in reply to: req-1
+	// pending requests: 0
+	// confirmation acc-1 to alice's session: alice-1
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/route"
@@ -26,6 +27,7 @@ type side struct {
 	root    string // state root
 	peers   *policy.Store
 	pairing *pairing.Store
+	outbox  *outbox.Outbox
 	gate    *gate.Gate
 }
 
@@ -51,9 +53,13 @@ func newSide(t *testing.T, seed byte, name, session string) *side {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ob, err := outbox.Open(root, s.Public(), session, nil, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &side{
 		signer: s, route: route.New(s.Public().String(), session), name: name, root: root,
-		peers: peers, pairing: ps,
+		peers: peers, pairing: ps, outbox: ob,
 		gate: gate.New(s.Public(), &gate.Options{Now: func() time.Time { return now }}),
 	}
 }
@@ -76,9 +82,9 @@ func (s *side) decide(t *testing.T, m identity.Message) gate.Decision {
 func (s *side) request(t *testing.T, target *side, typed, id string) pairing.Job {
 	t.Helper()
 	var job pairing.Job
-	_, err := s.pairing.Request(pairing.Request{
+	_, err := s.pairing.Request(t.Context(), pairing.Request{
 		Key: target.signer.Public().String(), Name: typed, RequestID: id, ReplyTo: target.route.String(),
-	}, func(reqID string) (pairing.Job, error) {
+	}, s.outbox, func(reqID string) (pairing.Job, error) {
 		var err error
 		job, err = pairing.RequestMessage(s.signer, target.signer.Public(), target.route, s.name, reqID, s.route, now)
 		return job, err
@@ -122,7 +128,7 @@ func (s *side) accept(t *testing.T, fp, msgID string) (string, pairing.Job) {
 		t.Fatal(err)
 	}
 	var petname string
-	err = s.pairing.Accept(req, job, func() error {
+	err = s.pairing.Accept(t.Context(), req, job, s.outbox, func() error {
 		petname, err = s.peers.AddAccepted(req.Name, key)
 		return err
 	})

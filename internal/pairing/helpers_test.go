@@ -1,14 +1,16 @@
 package pairing
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/route"
-	"github.com/interlink-go/interlink/internal/statefile"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -21,6 +23,52 @@ type fixture struct {
 	me      *identity.Signer
 	meRoute route.Route
 	store   *Store
+	ob      *memOutbox
+}
+
+// memOutbox is an [Outbox] in memory: the messages queued, oldest first.
+type memOutbox struct {
+	mu     sync.Mutex
+	jobs   []Job
+	labels []string
+	fail   error // returned by Replace when set
+}
+
+func (o *memOutbox) Replace(_ context.Context, route, peer, _ string, m identity.Message) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fail != nil {
+		return o.fail
+	}
+	o.withdraw(m.MsgID)
+	o.jobs = append(o.jobs, Job{Route: route, Msg: m})
+	o.labels = append(o.labels, peer)
+	return nil
+}
+
+func (o *memOutbox) Withdraw(_ context.Context, msgID string) (bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.withdraw(msgID), nil
+}
+
+func (o *memOutbox) withdraw(msgID string) bool {
+	i := slices.IndexFunc(o.jobs, func(j Job) bool { return j.Msg.MsgID == msgID })
+	if i < 0 {
+		return false
+	}
+	o.jobs = slices.Delete(o.jobs, i, i+1)
+	o.labels = slices.Delete(o.labels, i, i+1)
+	return true
+}
+
+// ids returns the msg_ids queued, oldest first.
+func (o *memOutbox) ids() []string {
+	var ids []string
+	for _, j := range o.jobs {
+		ids = append(ids, j.Msg.MsgID)
+	}
+	return ids
 }
 
 // newFixture opens a store for a fresh identity and, on cleanup, checks
@@ -28,7 +76,7 @@ type fixture struct {
 // bounds.
 func newFixture(tb testing.TB) *fixture {
 	tb.Helper()
-	f := &fixture{root: tb.TempDir(), me: testutil.NumberedSigner(tb, 1_000_000)}
+	f := &fixture{root: tb.TempDir(), me: testutil.NumberedSigner(tb, 1_000_000), ob: &memOutbox{}}
 	f.meRoute = route.New(f.me.Public().String(), "me-1")
 	f.store = f.open(tb)
 	tb.Cleanup(func() { checkInvariants(tb, f.store) })
@@ -52,9 +100,8 @@ func checkInvariants(tb testing.TB, s *Store) {
 		tb.Errorf("state left behind does not load: %v", err)
 		return
 	}
-	if len(st.Inbound) > InboundCap || len(st.Outbound) > OutboundCap || len(st.Queued) > QueueCap {
-		tb.Errorf("state over its bounds: %d inbound, %d outbound, %d queued",
-			len(st.Inbound), len(st.Outbound), len(st.Queued))
+	if len(st.Inbound) > InboundCap || len(st.Outbound) > OutboundCap {
+		tb.Errorf("state over its bounds: %d inbound, %d outbound", len(st.Inbound), len(st.Outbound))
 	}
 	for name, list := range map[string][]Request{"inbound": st.Inbound, "outbound": st.Outbound} {
 		seen := make(map[string]bool)
@@ -105,7 +152,7 @@ func (f *fixture) request(tb testing.TB, target *identity.Signer, name, id strin
 	tb.Helper()
 	targetRoute := route.New(target.Public().String(), "t-1")
 	req := Request{Key: target.Public().String(), Name: name, RequestID: id, ReplyTo: targetRoute.String()}
-	stored, err := f.store.Request(req, func(requestID string) (Job, error) {
+	stored, err := f.store.Request(context.Background(), req, f.ob, func(requestID string) (Job, error) {
 		return RequestMessage(f.me, target.Public(), targetRoute, "me", requestID, f.meRoute, now)
 	})
 	if err != nil {
@@ -122,18 +169,6 @@ func (f *fixture) accept(tb testing.TB, req Request, msgID string) Job {
 		tb.Fatal(err)
 	}
 	return job
-}
-
-// save replaces the fixture's file with st.
-func (f *fixture) save(tb testing.TB, st State) {
-	tb.Helper()
-	data, err := encode(st)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := statefile.WriteAtomic(f.store.Path(), data); err != nil {
-		tb.Fatal(err)
-	}
 }
 
 func (f *fixture) load(tb testing.TB) State {

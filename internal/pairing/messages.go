@@ -126,37 +126,24 @@ func checkOwnRoute(s *identity.Signer, ownRoute route.Route) error {
 	return nil
 }
 
-// Resign returns the message of a queued job ready to post again: a copy
-// with ts set to now and a fresh signature, every other field (to, text,
-// msg_id, kind, task fields, in_reply_to and reply_to) unchanged.
-//
-// A job waits in the queue as long as no relay takes it, possibly longer
-// than receivers' freshness window; re-signing at each attempt keeps it
-// acceptable, and keeping the msg_id keeps the request id it carries or
-// answers. Because a job is re-signed with the own key, Resign first checks
-// that it is one this side would have queued: the saved message must
-// verify, be signed by s's key, be a pairing kind, and its route must name a
-// session of its recipient. Otherwise the error wraps [ErrBadJob]; such a
-// job can never be sent and should be dropped ([Store.Drop]).
-func Resign(job Job, s *identity.Signer, now time.Time) (identity.Message, error) {
+// checkJob reports, with an error wrapping [ErrBadJob], a queued job this
+// side would not have queued: its message does not verify, is not signed
+// by own, is not a pairing kind, or its route does not name a session of
+// the recipient. The outbox signs a message again when it is old, so such
+// a job must never reach it.
+func checkJob(job Job, own identity.PublicKey) error {
 	signer, err := job.Msg.Verify()
 	if err != nil {
-		return identity.Message{}, fmt.Errorf("%w %q: %w", ErrBadJob, job.Msg.MsgID, err)
+		return fmt.Errorf("%w %q: %w", ErrBadJob, job.Msg.MsgID, err)
 	}
-	if signer != s.Public() {
-		return identity.Message{}, fmt.Errorf("%w %q: signed by %s, not the own key", ErrBadJob, job.Msg.MsgID, signer)
+	if signer != own {
+		return fmt.Errorf("%w %q: signed by %s, not the own key", ErrBadJob, job.Msg.MsgID, signer)
 	}
 	if !job.Msg.Kind.Pairing() {
-		return identity.Message{}, fmt.Errorf("%w %q: kind %q is not a pairing kind", ErrBadJob, job.Msg.MsgID, job.Msg.Kind)
+		return fmt.Errorf("%w %q: kind %q is not a pairing kind", ErrBadJob, job.Msg.MsgID, job.Msg.Kind)
 	}
 	if r := route.Parse(job.Route); r.Bare() || r.Key != job.Msg.To {
-		return identity.Message{}, fmt.Errorf("%w %q: route %q does not name a session of the recipient", ErrBadJob, job.Msg.MsgID, job.Route)
+		return fmt.Errorf("%w %q: route %q does not name a session of the recipient", ErrBadJob, job.Msg.MsgID, job.Route)
 	}
-	m := job.Msg
-	m.TS = identity.Millis(now)
-	m.Sig = ""
-	if err := s.SignMessage(&m); err != nil {
-		return identity.Message{}, fmt.Errorf("pairing: resign: %w", err)
-	}
-	return m, nil
+	return nil
 }

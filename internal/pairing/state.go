@@ -11,7 +11,7 @@ import (
 	"github.com/interlink-go/interlink/internal/untrusted"
 )
 
-// Bounds of the three lists of a [State]; see the package documentation for
+// Bounds of the two lists of a [State]; see the package documentation for
 // how each is enforced.
 const (
 	// InboundCap is the most pending inbound requests kept. At the cap a
@@ -21,9 +21,6 @@ const (
 	// OutboundCap is the most outstanding outbound requests kept. At the cap
 	// the oldest is evicted to make room.
 	OutboundCap = 64
-	// QueueCap is the most queued jobs. A full queue refuses new jobs with
-	// [ErrQueueFull]; nothing is evicted.
-	QueueCap = 128
 )
 
 // Request is one pairing request, received or sent.
@@ -44,8 +41,9 @@ type Request struct {
 	ReplyTo   string `json:"reply_to"`
 }
 
-// Job is a signed pairing message waiting to be posted to Route, a route
-// that names one session of the recipient.
+// Job is a signed pairing message and Route, the route it goes to, which
+// names one session of the recipient: what [RequestMessage] and
+// [AcceptMessage] build and the session's outbox sends.
 type Job struct {
 	Route string           `json:"route"`
 	Msg   identity.Message `json:"msg"`
@@ -53,22 +51,27 @@ type Job struct {
 
 // State is the pairing state of one identity and session.
 //
-// Inbound holds the pending requests received, Outbound the requests sent
-// and not yet accepted, and Queued the messages still to be posted, oldest
-// first in each. A State returned by [Store.Load] is a copy; changing it
-// changes nothing on disk.
+// Inbound holds the pending requests received and Outbound the requests
+// sent and not yet accepted, oldest first in each. A State returned by
+// [Store.Load] is a copy; changing it changes nothing on disk.
 type State struct {
 	Inbound  []Request
 	Outbound []Request
-	Queued   []Job
+
+	// queued holds the jobs an earlier version queued in the file, as
+	// they were read; every write keeps them until [Store.MoveQueued]
+	// hands them to the outbox.
+	queued []json.RawMessage
 }
 
 // fileState fixes the key order of the file and makes empty lists encode as
-// [] rather than null.
+// [] rather than null. "queued" is the list of pairing messages earlier
+// versions kept here; it is written, empty once moved, so that they can
+// still read the file.
 type fileState struct {
-	Inbound  []Request `json:"inbound"`
-	Outbound []Request `json:"outbound"`
-	Queued   []Job     `json:"queued"`
+	Inbound  []Request         `json:"inbound"`
+	Outbound []Request         `json:"outbound"`
+	Queued   []json.RawMessage `json:"queued"`
 }
 
 // encode returns st as compact JSON in the file's format.
@@ -76,7 +79,7 @@ func encode(st State) ([]byte, error) {
 	f := fileState{
 		Inbound:  nonNil(st.Inbound),
 		Outbound: nonNil(st.Outbound),
-		Queued:   nonNil(st.Queued),
+		Queued:   nonNil(st.queued),
 	}
 	return identity.Marshal(f)
 }
@@ -88,53 +91,40 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// skippedJob describes a queued entry that did not decode.
-type skippedJob struct {
-	msgID  string // as far as it could be read; may be empty
-	reason string
-}
-
 // decode parses the file contents. A missing file (exists false) is the
-// empty state. Every error wraps [ErrCorrupt]; queued entries that do not
-// decode are left out of the state and listed in skipped instead.
-func decode(data []byte, exists bool) (st State, skipped []skippedJob, err error) {
+// empty state. Every error wraps [ErrCorrupt]. The "queued" list of an
+// earlier version is optional and kept as read (see [State]).
+func decode(data []byte, exists bool) (st State, err error) {
 	if !exists {
-		return State{}, nil, nil
+		return State{}, nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return State{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return State{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if top == nil {
-		return State{}, nil, fmt.Errorf("%w: not an object", ErrCorrupt)
+		return State{}, fmt.Errorf("%w: not an object", ErrCorrupt)
 	}
 	inbound, err := list(top, "inbound")
 	if err != nil {
-		return State{}, nil, err
+		return State{}, err
 	}
 	outbound, err := list(top, "outbound")
 	if err != nil {
-		return State{}, nil, err
+		return State{}, err
 	}
-	queued, err := list(top, "queued")
-	if err != nil {
-		return State{}, nil, err
+	if _, ok := top["queued"]; ok {
+		if st.queued, err = list(top, "queued"); err != nil {
+			return State{}, err
+		}
 	}
 	if st.Inbound, err = decodeRequests("inbound", inbound); err != nil {
-		return State{}, nil, err
+		return State{}, err
 	}
 	if st.Outbound, err = decodeRequests("outbound", outbound); err != nil {
-		return State{}, nil, err
+		return State{}, err
 	}
-	for _, raw := range queued {
-		job, err := decodeJob(raw)
-		if err != nil {
-			skipped = append(skipped, skippedJob{msgID: probeMsgID(raw), reason: err.Error()})
-			continue
-		}
-		st.Queued = append(st.Queued, job)
-	}
-	return st, skipped, nil
+	return st, nil
 }
 
 // list returns the elements of the array under key, which must be present
@@ -284,21 +274,4 @@ func removeKey(list []Request, key string) ([]Request, bool) {
 	n := len(list)
 	list = slices.DeleteFunc(list, func(e Request) bool { return e.Key == key })
 	return list, len(list) != n
-}
-
-// enqueue returns q with j appended, or [ErrQueueFull] when q already holds
-// [QueueCap] jobs.
-func enqueue(q []Job, j Job) ([]Job, error) {
-	if len(q) >= QueueCap {
-		return q, fmt.Errorf("%w (%d jobs)", ErrQueueFull, len(q))
-	}
-	return append(q, j), nil
-}
-
-// removeJobs returns q without the jobs whose message has one of msgIDs,
-// and whether any was removed.
-func removeJobs(q []Job, msgIDs []string) ([]Job, bool) {
-	n := len(q)
-	q = slices.DeleteFunc(q, func(j Job) bool { return slices.Contains(msgIDs, j.Msg.MsgID) })
-	return q, len(q) != n
 }

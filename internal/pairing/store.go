@@ -2,6 +2,7 @@ package pairing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,37 +72,17 @@ func (s *Store) Path() string { return s.path }
 
 // Load returns the current state without taking the lock. A missing file is
 // the empty state; a file that cannot be read as pairing state is an error
-// wrapping [ErrCorrupt]. Queued jobs that do not decode are left out (the
-// next change removes them from the file).
+// wrapping [ErrCorrupt].
 func (s *Store) Load() (State, error) {
-	st, skipped, err := s.read()
-	if err != nil {
-		return State{}, err
-	}
-	for _, j := range skipped {
-		s.log.Debug("pairing: skipping undecodable queued job", "path", s.path, "msg_id", j.msgID, "reason", j.reason)
-	}
-	return st, nil
-}
-
-// read reads and decodes the file.
-func (s *Store) read() (State, []skippedJob, error) {
 	data, exists, err := statefile.Read(s.path)
 	if err != nil {
-		return State{}, nil, fmt.Errorf("pairing: %w", err)
+		return State{}, fmt.Errorf("pairing: %w", err)
 	}
-	st, skipped, err := decode(data, exists)
+	st, err := decode(data, exists)
 	if err != nil {
-		return State{}, nil, fmt.Errorf("%w (%s)", err, s.path)
+		return State{}, fmt.Errorf("%w (%s)", err, s.path)
 	}
-	return st, skipped, nil
-}
-
-// logDropped records the undecodable jobs a successful write has removed.
-func (s *Store) logDropped(skipped []skippedJob) {
-	for _, j := range skipped {
-		s.log.Warn("pairing: dropped undecodable queued job", "path", s.path, "msg_id", j.msgID, "reason", j.reason)
-	}
+	return st, nil
 }
 
 // locked runs fn with the file lock held.
@@ -109,32 +90,32 @@ func (s *Store) locked(fn func() error) error {
 	return statefile.Locked(context.Background(), s.lockPath, fn)
 }
 
+// save writes st to the file.
+func (s *Store) save(st State) error {
+	data, err := encode(st)
+	if err != nil {
+		return fmt.Errorf("pairing: encode: %w", err)
+	}
+	if err := s.write(s.path, data); err != nil {
+		return fmt.Errorf("pairing: %w", err)
+	}
+	return nil
+}
+
 // update runs fn on the current state with the lock held and writes the
-// result when fn reports a change (or when undecodable jobs are to be
-// removed). An error from fn is returned as is and nothing is written; so is
-// a corrupt file, which is never overwritten.
+// result when fn reports a change. An error from fn is returned as is and
+// nothing is written; so is a corrupt file, which is never overwritten.
 func (s *Store) update(fn func(st *State) (changed bool, err error)) error {
 	return s.locked(func() error {
-		st, skipped, err := s.read()
+		st, err := s.Load()
 		if err != nil {
 			return err
 		}
 		changed, err := fn(&st)
-		if err != nil {
+		if err != nil || !changed {
 			return err
 		}
-		if !changed && len(skipped) == 0 {
-			return nil
-		}
-		data, err := encode(st)
-		if err != nil {
-			return fmt.Errorf("pairing: encode: %w", err)
-		}
-		if err := s.write(s.path, data); err != nil {
-			return fmt.Errorf("pairing: %w", err)
-		}
-		s.logDropped(skipped)
-		return nil
+		return s.save(st)
 	})
 }
 
@@ -167,46 +148,82 @@ func (s *Store) Receive(req Request) (added bool, err error) {
 	return added, nil
 }
 
-// Request records an outbound request to req.Key and queues its knock, in
-// one locked change.
+// Outbox is where a [Store] queues the pairing messages it sends: the
+// session's outbox (package outbox), which sends them like any message.
+type Outbox interface {
+	// Replace queues m, signed, for route, logged for peer with logText;
+	// an entry with the same msg_id gives way to it. Once it returns nil
+	// the message is on disk.
+	Replace(ctx context.Context, route, peer, logText string, m identity.Message) error
+	// Withdraw takes back the message msgID if it has not gone out.
+	Withdraw(ctx context.Context, msgID string) (bool, error)
+}
+
+// Labels under which the outbox logs the pairing messages, in list_pending
+// and message_status. A petname never holds a space, so no label is the
+// petname of a peer whose conversation it would join.
+const (
+	requestLabel = "pairing request to "
+	acceptLabel  = "pairing confirmation to "
+)
+
+// Request records an outbound request to req.Key and queues its knock in
+// ob, in one locked change.
 //
 // If a request to the same key is already outstanding, its request id is
 // kept and req.RequestID is ignored: an acceptance of the earlier knock,
-// delayed somewhere, then still matches. Queued jobs carrying that id (the
-// earlier knock, if unsent) are dropped. build is called with the final id,
-// with the lock held, and must return the knock, whose msg_id must be that
-// id (see [RequestMessage]). If build fails or the queue is full, nothing
-// changes. Request returns the request as stored.
-func (s *Store) Request(req Request, build func(requestID string) (Job, error)) (Request, error) {
+// delayed somewhere, then still matches, and the new knock replaces the
+// earlier one in ob. build is called with the final id, with the lock
+// held, and must return the knock, whose msg_id must be that id (see
+// [RequestMessage]). If build fails or ob refuses the knock (a full
+// outbox, say), nothing changes; if the state file cannot be written
+// afterwards, the knock is withdrawn from ob. Request returns the request
+// as stored.
+func (s *Store) Request(ctx context.Context, req Request, ob Outbox, build func(requestID string) (Job, error)) (Request, error) {
 	if req.Key == "" || req.RequestID == "" {
 		return Request{}, errors.New("pairing: request: empty key or request id")
 	}
 	var stored Request
-	err := s.update(func(st *State) (bool, error) {
+	err := s.locked(func() error {
+		st, err := s.Load()
+		if err != nil {
+			return err
+		}
 		id := req.RequestID
 		if i := slices.IndexFunc(st.Outbound, func(r Request) bool { return r.Key == req.Key }); i >= 0 && st.Outbound[i].RequestID != "" {
 			id = st.Outbound[i].RequestID
 		}
-		st.Queued, _ = removeJobs(st.Queued, []string{id})
 		job, err := build(id)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if job.Msg.MsgID != id {
-			return false, fmt.Errorf("%w: knock msg_id %q is not the request id %q", ErrBadJob, job.Msg.MsgID, id)
+		if job.Msg.MsgID != id || job.Msg.Kind != identity.KindPairRequest {
+			return fmt.Errorf("%w: not a knock with msg_id %q, the request id", ErrBadJob, id)
 		}
-		if st.Queued, err = enqueue(st.Queued, job); err != nil {
-			return false, err
+		if err := ob.Replace(ctx, job.Route, requestLabel+req.Name, "pairing request", job.Msg); err != nil {
+			return err
 		}
 		stored = req
 		stored.RequestID = id
 		st.Outbound = upsert(st.Outbound, stored, OutboundCap)
-		return true, nil
+		if err := s.save(st); err != nil {
+			s.withdraw(ob, id)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return Request{}, err
 	}
 	return stored, nil
+}
+
+// withdraw takes the message msgID back from ob after a failure, and logs
+// when it cannot.
+func (s *Store) withdraw(ob Outbox, msgID string) {
+	if _, err := ob.Withdraw(context.Background(), msgID); err != nil {
+		s.log.Warn("pairing: message not withdrawn; it may still go out", "msg_id", msgID, "err", err)
+	}
 }
 
 // Find returns the pending inbound request whose key is fp, or whose key
@@ -244,48 +261,47 @@ func (s *Store) Find(fp string) (Request, error) {
 //  1. req must still be pending exactly as given (same key, name, request
 //     id and reply route), else [ErrNotPending]: the operator decided on
 //     what they saw, and it has changed;
-//  2. job, the confirmation (see [AcceptMessage]), is queued; a full queue
-//     is [ErrQueueFull] and authorize is not called, so the peer is never
-//     admitted without a confirmation on its way;
+//  2. job, the confirmation (see [AcceptMessage]), is queued in ob; if ob
+//     refuses it (a full outbox, say), authorize is not called, so the
+//     peer is never admitted without a confirmation on its way;
 //  3. the pending requests from req.Key are removed;
 //  4. authorize is called, with the lock held; it is expected to add the
-//     requester to the peer policy. Its error is returned as is and nothing
-//     is saved;
+//     requester to the peer policy. Its error is returned as is, the
+//     confirmation is withdrawn from ob and nothing is saved;
 //  5. the state file is written.
 //
 // If that last write fails, the peer is authorized but the request is still
-// pending and the confirmation is not queued. Accept then returns a
+// pending and the confirmation is withdrawn from ob. Accept then returns a
 // [*ConfirmationPendingError]. Calling Accept again with the same arguments
 // once storage works completes the change; authorize runs again, so it must
 // be idempotent (adding a peer that is already present with the same name
-// must succeed).
-func (s *Store) Accept(req Request, job Job, authorize func() error) error {
+// must succeed). A confirmation a relay took before it could be withdrawn
+// has gone out; the requester ignores the one that follows.
+func (s *Store) Accept(ctx context.Context, req Request, job Job, ob Outbox, authorize func() error) error {
 	if job.Msg.Kind != identity.KindPairAccept || job.Msg.To != req.Key || job.Msg.InReplyTo != req.RequestID {
 		return fmt.Errorf("%w: not the confirmation of request %q from %s", ErrBadJob, req.RequestID, req.Key)
 	}
 	return s.locked(func() error {
-		st, skipped, err := s.read()
+		st, err := s.Load()
 		if err != nil {
 			return err
 		}
 		if !slices.Contains(st.Inbound, req) {
 			return fmt.Errorf("%w (%s)", ErrNotPending, req.Key)
 		}
-		if st.Queued, err = enqueue(st.Queued, job); err != nil {
+		label := acceptLabel + identity.Fingerprint(req.Key) + "…"
+		if err := ob.Replace(ctx, job.Route, label, "pairing confirmation", job.Msg); err != nil {
 			return err
 		}
 		st.Inbound, _ = removeKey(st.Inbound, req.Key)
-		data, err := encode(st)
-		if err != nil {
-			return fmt.Errorf("pairing: encode: %w", err)
-		}
 		if err := authorize(); err != nil {
+			s.withdraw(ob, job.Msg.MsgID)
 			return err
 		}
-		if err := s.write(s.path, data); err != nil {
+		if err := s.save(st); err != nil {
+			s.withdraw(ob, job.Msg.MsgID)
 			return &ConfirmationPendingError{Key: req.Key, Err: err}
 		}
-		s.logDropped(skipped)
 		return nil
 	})
 }
@@ -332,28 +348,41 @@ func (s *Store) Complete(key, requestID string) error {
 	})
 }
 
-// Sent removes the queued jobs whose message has one of msgIDs, once a
-// relay has taken them, in one locked update. Removing a job that is not
-// there is not an error.
-func (s *Store) Sent(msgIDs ...string) error {
-	return s.removeJobs(msgIDs)
-}
-
-// Drop removes the queued jobs whose message has one of msgIDs because they
-// can never be sent (see [ErrBadJob]), so that they stop holding back the
-// jobs behind them. It changes the file as [Store.Sent] does; the caller
-// logs why each job was dropped.
-func (s *Store) Drop(msgIDs ...string) error {
-	return s.removeJobs(msgIDs)
-}
-
-func (s *Store) removeJobs(msgIDs []string) error {
-	if len(msgIDs) == 0 {
-		return nil
-	}
-	return s.update(func(st *State) (bool, error) {
-		var removed bool
-		st.Queued, removed = removeJobs(st.Queued, msgIDs)
-		return removed, nil
+// MoveQueued hands the pairing messages an earlier version queued in the
+// state file to ob, which sends them from then on, and leaves the file's
+// queue empty. A job this side would not have queued (see [ErrBadJob]) is
+// dropped and logged rather than signed again by the outbox; so is one that
+// does not decode. It returns how many jobs were moved. A job ob refuses
+// stays in the file, for the next call.
+func (s *Store) MoveQueued(ctx context.Context, own identity.PublicKey, ob Outbox) (int, error) {
+	moved := 0
+	err := s.update(func(st *State) (bool, error) {
+		if len(st.queued) == 0 {
+			return false, nil
+		}
+		var keep []json.RawMessage
+		for _, raw := range st.queued {
+			job, err := decodeJob(raw)
+			if err == nil {
+				err = checkJob(job, own)
+			}
+			if err != nil {
+				s.log.Warn("pairing: queued job dropped", "path", s.path, "msg_id", probeMsgID(raw), "err", err)
+				continue
+			}
+			label := requestLabel + identity.Fingerprint(job.Msg.To) + "…"
+			if job.Msg.Kind == identity.KindPairAccept {
+				label = acceptLabel + identity.Fingerprint(job.Msg.To) + "…"
+			}
+			if err := ob.Replace(ctx, job.Route, label, string(job.Msg.Kind), job.Msg); err != nil {
+				s.log.Warn("pairing: queued job not moved to the outbox; will retry", "msg_id", job.Msg.MsgID, "err", err)
+				keep = append(keep, raw)
+				continue
+			}
+			moved++
+		}
+		st.queued = keep
+		return true, nil
 	})
+	return moved, err
 }

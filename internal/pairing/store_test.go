@@ -59,12 +59,15 @@ func TestRestartFindsKnock(t *testing.T) {
 	if job.Msg.InReplyTo != "k1" || job.Msg.To != alice.Public().String() || job.Msg.Kind != identity.KindPairAccept {
 		t.Errorf("confirmation = %+v, want a pair_accept to alice in reply to k1", job.Msg)
 	}
-	if err := reopened.Accept(req, job, func() error { return nil }); err != nil {
+	if err := reopened.Accept(t.Context(), req, job, f.ob, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	st := f.load(t)
-	if len(st.Inbound) != 0 || len(st.Queued) != 1 || st.Queued[0].Route != m.ReplyTo {
-		t.Errorf("after Accept: %+v, want no inbound and the confirmation queued to %s", st, m.ReplyTo)
+	if len(st.Inbound) != 0 || len(f.ob.jobs) != 1 || f.ob.jobs[0].Route != m.ReplyTo {
+		t.Errorf("after Accept: %+v and %+v queued, want no inbound and the confirmation queued to %s", st, f.ob.jobs, m.ReplyTo)
+	}
+	if got := f.ob.labels[0]; got != acceptLabel+alice.Public().Fingerprint()+"…" {
+		t.Errorf("confirmation logged for %q, want the requester's fingerprint", got)
 	}
 }
 
@@ -134,8 +137,8 @@ func TestRepeatedRequestKeepsID(t *testing.T) {
 	later := baseTime.Add(time.Hour)
 	newRoute := route.New(bob.Public().String(), "t-2")
 	var built []string
-	second, err := f.store.Request(
-		Request{Key: bob.Public().String(), Name: "bobby", RequestID: "r2", ReplyTo: newRoute.String()},
+	second, err := f.store.Request(t.Context(),
+		Request{Key: bob.Public().String(), Name: "bobby", RequestID: "r2", ReplyTo: newRoute.String()}, f.ob,
 		func(id string) (Job, error) {
 			built = append(built, id)
 			return RequestMessage(f.me, bob.Public(), newRoute, "me", id, f.meRoute, later)
@@ -148,10 +151,10 @@ func TestRepeatedRequestKeepsID(t *testing.T) {
 	}
 
 	st := f.load(t)
-	if len(st.Queued) != 1 {
-		t.Fatalf("queue holds %d jobs, want 1: %+v", len(st.Queued), st.Queued)
+	if len(f.ob.jobs) != 1 {
+		t.Fatalf("outbox holds %d jobs, want 1: %+v", len(f.ob.jobs), f.ob.jobs)
 	}
-	if j := st.Queued[0]; j.Msg.MsgID != "r1" || j.Msg.TS != identity.Millis(later) || j.Route != newRoute.String() {
+	if j := f.ob.jobs[0]; j.Msg.MsgID != "r1" || j.Msg.TS != identity.Millis(later) || j.Route != newRoute.String() {
 		t.Errorf("queued job = %+v, want the second knock (msg_id r1, new ts and route)", j)
 	}
 	want := []Request{{Key: bob.Public().String(), Name: "bobby", RequestID: "r1", ReplyTo: newRoute.String()}}
@@ -174,11 +177,11 @@ func TestRequestAborts(t *testing.T) {
 	req := Request{Key: testutil.NumberedSigner(t, 3).Public().String(), Name: "carol", RequestID: "r3", ReplyTo: "x#y"}
 
 	errBuild := errors.New("build failed")
-	if _, err := f.store.Request(req, func(string) (Job, error) { return Job{}, errBuild }); !errors.Is(err, errBuild) {
+	if _, err := f.store.Request(t.Context(), req, f.ob, func(string) (Job, error) { return Job{}, errBuild }); !errors.Is(err, errBuild) {
 		t.Errorf("Request with failing build: %v, want the build error", err)
 	}
-	if _, err := f.store.Request(req, func(string) (Job, error) {
-		return Job{Msg: identity.Message{MsgID: "other"}}, nil
+	if _, err := f.store.Request(t.Context(), req, f.ob, func(string) (Job, error) {
+		return Job{Msg: identity.Message{MsgID: "other", Kind: identity.KindPairRequest}}, nil
 	}); !errors.Is(err, ErrBadJob) {
 		t.Errorf("Request with a job for another id: %v, want ErrBadJob", err)
 	}
@@ -186,20 +189,42 @@ func TestRequestAborts(t *testing.T) {
 		t.Errorf("file changed by aborted requests:\n%s\nwant\n%s", got, before)
 	}
 
-	// A full queue aborts a new request too, and nothing is saved.
-	st := f.load(t)
-	for len(st.Queued) < QueueCap {
-		st.Queued = append(st.Queued, Job{Route: "x#y", Msg: identity.Message{MsgID: fmt.Sprint("q", len(st.Queued))}})
+	if len(f.ob.jobs) != 1 {
+		t.Errorf("outbox holds %d jobs after aborted requests, want the first knock only", len(f.ob.jobs))
 	}
-	f.save(t, st)
-	before = readFile(t, f.store.Path())
-	if _, err := f.store.Request(req, func(id string) (Job, error) {
-		return Job{Msg: identity.Message{MsgID: id}}, nil
-	}); !errors.Is(err, ErrQueueFull) {
-		t.Errorf("Request with a full queue: %v, want ErrQueueFull", err)
+
+	// An outbox that refuses the knock aborts a new request too, and
+	// nothing is saved.
+	errFull := errors.New("outbox full")
+	f.ob.fail = errFull
+	if _, err := f.store.Request(t.Context(), req, f.ob, func(id string) (Job, error) {
+		return Job{Msg: identity.Message{MsgID: id, Kind: identity.KindPairRequest}}, nil
+	}); !errors.Is(err, errFull) {
+		t.Errorf("Request with a full outbox: %v, want its error", err)
 	}
 	if got := readFile(t, f.store.Path()); !bytes.Equal(got, before) {
-		t.Error("file changed by a request refused for a full queue")
+		t.Error("file changed by a request the outbox refused")
+	}
+}
+
+// A knock whose request cannot be saved is withdrawn from the outbox: no
+// knock goes out for a request this side would not recognize the answer
+// to.
+func TestRequestWithdrawsTheKnockWhenTheFileCannotBeWritten(t *testing.T) {
+	f := newFixture(t)
+	errDisk := errors.New("disk full")
+	f.store.write = func(string, []byte) error { return errDisk }
+	bob := testutil.NumberedSigner(t, 2)
+	bobRoute := route.New(bob.Public().String(), "t-1")
+	_, err := f.store.Request(t.Context(), Request{Key: bob.Public().String(), Name: "bob", RequestID: "r1", ReplyTo: bobRoute.String()}, f.ob,
+		func(id string) (Job, error) {
+			return RequestMessage(f.me, bob.Public(), bobRoute, "me", id, f.meRoute, baseTime)
+		})
+	if !errors.Is(err, errDisk) {
+		t.Errorf("Request = %v, want the write error", err)
+	}
+	if len(f.ob.jobs) != 0 {
+		t.Errorf("outbox still holds %v", f.ob.ids())
 	}
 }
 
@@ -216,21 +241,18 @@ func pendingFixture(t *testing.T) (*fixture, Request, Job) {
 	return f, req, f.accept(t, req, "a1")
 }
 
-// A full control queue refuses an acceptance before the peer is
-// authorized, and changes nothing.
-func TestAcceptQueueFull(t *testing.T) {
+// An outbox that refuses the confirmation refuses the acceptance before
+// the peer is authorized, and changes nothing.
+func TestAcceptOutboxRefuses(t *testing.T) {
 	f, req, job := pendingFixture(t)
-	st := f.load(t)
-	for i := range QueueCap {
-		st.Queued = append(st.Queued, Job{Route: "x#y", Msg: identity.Message{MsgID: fmt.Sprint("q", i)}})
-	}
-	f.save(t, st)
 	before := readFile(t, f.store.Path())
+	errFull := errors.New("outbox full")
+	f.ob.fail = errFull
 
 	authorized := false
-	err := f.store.Accept(req, job, func() error { authorized = true; return nil })
-	if !errors.Is(err, ErrQueueFull) {
-		t.Errorf("Accept error = %v, want ErrQueueFull", err)
+	err := f.store.Accept(t.Context(), req, job, f.ob, func() error { authorized = true; return nil })
+	if !errors.Is(err, errFull) {
+		t.Errorf("Accept error = %v, want the outbox's", err)
 	}
 	if authorized {
 		t.Error("the peer was authorized although the confirmation could not be queued")
@@ -249,7 +271,7 @@ func TestAcceptConfirmationPending(t *testing.T) {
 
 	calls := 0
 	authorize := func() error { calls++; return nil }
-	err := f.store.Accept(req, job, authorize)
+	err := f.store.Accept(t.Context(), req, job, f.ob, authorize)
 	var cp *ConfirmationPendingError
 	if !errors.As(err, &cp) || !errors.Is(err, ErrConfirmationPending) || !errors.Is(err, errDisk) {
 		t.Fatalf("Accept error = %v, want a ConfirmationPendingError wrapping the write error", err)
@@ -263,9 +285,12 @@ func TestAcceptConfirmationPending(t *testing.T) {
 	if got, err := f.store.Find(req.Key); err != nil || got != req {
 		t.Errorf("after the failed write Find = %+v, %v; want the request still pending", got, err)
 	}
+	if len(f.ob.jobs) != 0 {
+		t.Errorf("after the failed write the outbox holds %v, want the confirmation withdrawn", f.ob.ids())
+	}
 
 	f.store.write = statefile.WriteAtomic
-	if err := f.store.Accept(req, job, authorize); err != nil {
+	if err := f.store.Accept(t.Context(), req, job, f.ob, authorize); err != nil {
 		t.Fatalf("retried Accept: %v", err)
 	}
 	if calls != 2 {
@@ -275,8 +300,8 @@ func TestAcceptConfirmationPending(t *testing.T) {
 	if slices.ContainsFunc(st.Inbound, func(r Request) bool { return r.Key == req.Key }) {
 		t.Error("request still pending after the retry")
 	}
-	if len(st.Queued) != 1 || st.Queued[0].Msg.MsgID != job.Msg.MsgID {
-		t.Errorf("queue = %+v, want the one confirmation", st.Queued)
+	if !slices.Equal(f.ob.ids(), []string{job.Msg.MsgID}) {
+		t.Errorf("outbox = %q, want the one confirmation", f.ob.ids())
 	}
 }
 
@@ -284,8 +309,11 @@ func TestAcceptAuthorizeFails(t *testing.T) {
 	f, req, job := pendingFixture(t)
 	before := readFile(t, f.store.Path())
 	errConflict := errors.New("petname taken by another key")
-	if err := f.store.Accept(req, job, func() error { return errConflict }); !errors.Is(err, errConflict) {
+	if err := f.store.Accept(t.Context(), req, job, f.ob, func() error { return errConflict }); !errors.Is(err, errConflict) {
 		t.Errorf("Accept error = %v, want the authorization error", err)
+	}
+	if len(f.ob.jobs) != 0 {
+		t.Errorf("the outbox holds %v, want the confirmation withdrawn", f.ob.ids())
 	}
 	if got := readFile(t, f.store.Path()); !bytes.Equal(got, before) {
 		t.Errorf("file = %s, want it unchanged: %s", got, before)
@@ -314,7 +342,7 @@ func TestAcceptNotPending(t *testing.T) {
 			job := f.accept(t, req, "a1")
 			before := readFile(t, f.store.Path())
 			authorized := false
-			err := f.store.Accept(req, job, func() error { authorized = true; return nil })
+			err := f.store.Accept(t.Context(), req, job, f.ob, func() error { authorized = true; return nil })
 			if !errors.Is(err, ErrNotPending) {
 				t.Errorf("Accept error = %v, want ErrNotPending", err)
 			} else if !strings.Contains(err.Error(), "review the pending requests") {
@@ -334,7 +362,7 @@ func TestAcceptRefusesOtherJob(t *testing.T) {
 	f, req, job := pendingFixture(t)
 	other := job
 	other.Msg.InReplyTo = "k0"
-	if err := f.store.Accept(req, other, func() error { t.Error("authorize called"); return nil }); !errors.Is(err, ErrBadJob) {
+	if err := f.store.Accept(t.Context(), req, other, f.ob, func() error { t.Error("authorize called"); return nil }); !errors.Is(err, ErrBadJob) {
 		t.Errorf("Accept with a confirmation of another request: %v, want ErrBadJob", err)
 	}
 }
@@ -410,8 +438,8 @@ func TestOutboundCap(t *testing.T) {
 	if _, ok, _ := f.store.PendingAccept(testutil.NumberedSigner(t, 0).Public().String(), "r0"); ok {
 		t.Error("oldest outbound request not evicted")
 	}
-	if len(st.Queued) != OutboundCap+1 {
-		t.Errorf("queue holds %d knocks, want %d (the queue never evicts)", len(st.Queued), OutboundCap+1)
+	if len(f.ob.jobs) != OutboundCap+1 {
+		t.Errorf("outbox holds %d knocks, want %d (evicting a request takes back no knock)", len(f.ob.jobs), OutboundCap+1)
 	}
 
 	again := f.request(t, testutil.NumberedSigner(t, 10), "renamed", "r-new", baseTime)
@@ -521,41 +549,11 @@ func TestReject(t *testing.T) {
 		t.Fatalf("Reject = %v, %v; want true", removed, err)
 	}
 	st := f.load(t)
-	if len(st.Inbound) != 1 || st.Inbound[0].Key == req.Key || len(st.Queued) != 0 {
+	if len(st.Inbound) != 1 || st.Inbound[0].Key == req.Key || len(f.ob.jobs) != 0 {
 		t.Errorf("after Reject: %+v, want only bob pending and nothing queued", st)
 	}
 	if removed, err := f.store.Reject(req.Key); err != nil || removed {
 		t.Errorf("second Reject = %v, %v; want false", removed, err)
-	}
-}
-
-func TestSentAndDrop(t *testing.T) {
-	f := newFixture(t)
-	for i := range 5 {
-		f.request(t, testutil.NumberedSigner(t, i), "p", fmt.Sprint("r", i), baseTime)
-	}
-	if err := f.store.Sent("r1", "r3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.Drop("r0"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.Sent("unknown"); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.store.Sent(); err != nil {
-		t.Fatal(err)
-	}
-	st := f.load(t)
-	var left []string
-	for _, j := range st.Queued {
-		left = append(left, j.Msg.MsgID)
-	}
-	if !slices.Equal(left, []string{"r2", "r4"}) {
-		t.Errorf("queue holds %q, want [r2 r4] in order", left)
-	}
-	if len(st.Outbound) != 5 {
-		t.Errorf("outbound holds %d, want 5: sending a knock does not retire its request", len(st.Outbound))
 	}
 }
 

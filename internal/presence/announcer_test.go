@@ -3,12 +3,18 @@ package presence
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
+	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -94,27 +100,69 @@ func TestSetSummaryBeforeRun(t *testing.T) {
 	}
 }
 
+// Unregister takes the session off the roster of every relay that
+// answers, and once Run has returned nothing announces it again. The test
+// runs in a bubble, on an in-memory bus, so that the quiet after Run is
+// watched on the bubble's clock and synctest.Wait shows that nothing is
+// left to run.
 func TestUnregisterAfterRun(t *testing.T) {
-	const every = 20 * time.Millisecond
-	b := startBus(t)
-	dead := relay.New(closedURL(t), nil)
-	a := New([]*relay.Client{b.client, dead}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: every})
-	stop := start(t, a)
-	waitFor(t, "two announcements", func() bool { return b.announces.Load() >= 2 })
-	stop()
+	synctest.Test(t, func(t *testing.T) {
+		const every = 20 * time.Millisecond
+		st := store.NewMemory(nil)
+		srv := bus.New(st, nil)
+		defer func() { _ = st.Close() }()
+		defer srv.Shutdown()
+		var announces atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv.ServeHTTP(w, r)
+			if r.URL.Path == "/announce" {
+				announces.Add(1)
+			}
+		})
+		client := relay.New("http://bus.test", &relay.Options{HTTPClient: &http.Client{Transport: handlerTransport{h}}})
+		dead := relay.New("http://dead.test", &relay.Options{HTTPClient: &http.Client{Transport: handlerTransport{}}})
+		a := New([]*relay.Client{client, dead}, testutil.Signer(t, 1), "alpha", testInfo, &Options{Every: every})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			a.Run(ctx)
+		}()
+		time.Sleep(2*every + every/2)
+		synctest.Wait()
+		if n := announces.Load(); n < 2 {
+			t.Fatalf("%d announcements in two periods, want at least 2", n)
+		}
+		cancel()
+		<-done
 
-	a.Unregister(t.Context())
-	if e := entries(t, b.client); len(e) != 0 {
-		t.Fatalf("roster after Unregister = %+v, want empty", e)
+		a.Unregister(t.Context())
+		if e := entries(t, client); len(e) != 0 {
+			t.Fatalf("roster after Unregister = %+v, want empty", e)
+		}
+		n := announces.Load()
+		time.Sleep(5 * every)
+		synctest.Wait()
+		if e := entries(t, client); len(e) != 0 {
+			t.Errorf("roster %v after Unregister = %+v, want empty", 5*every, e)
+		}
+		if m := announces.Load(); m != n {
+			t.Errorf("%d announcements after Run returned", m-n)
+		}
+	})
+}
+
+// handlerTransport serves requests with its handler, without a socket;
+// with none, every request fails as if nothing listened.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.h == nil {
+		return nil, errors.New("connection refused (test)")
 	}
-	n := b.announces.Load()
-	time.Sleep(5 * every)
-	if e := entries(t, b.client); len(e) != 0 {
-		t.Errorf("roster %v after Unregister = %+v, want empty", 5*every, e)
-	}
-	if m := b.announces.Load(); m != n {
-		t.Errorf("%d announcements after Run returned", m-n)
-	}
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
 }
 
 func TestRunStopsWithContext(t *testing.T) {

@@ -64,8 +64,8 @@ func (o Outcome) Refused() bool {
 
 // Post offers payload for route to every relay at once, each post bounded
 // by [PostTimeout] and by ctx, and returns when every relay has answered.
-// It is the one way the agent hands a message to its relays: the outbox,
-// the pairing queue and the goodbyes all go through it, so they share its
+// It is the one way the agent hands a message to its relays: the outbox
+// (pairing messages included) and the goodbyes go through it, so they share its
 // timeout and its reading of the answers.
 func Post(ctx context.Context, relays []Sender, route string, payload []byte) Outcome {
 	errs := make([]error, len(relays))

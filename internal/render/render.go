@@ -44,6 +44,7 @@ import (
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/protocol"
+	"github.com/interlink-go/interlink/internal/receipt"
 )
 
 // MaxText is the most bytes of one message's text that one tool result
@@ -199,20 +200,16 @@ func Line(line string) string {
 // the start: see [RecordFrom].
 func Record(r *mailbox.Record) string { return RecordFrom(r, 0) }
 
-// RecordFrom renders a mailbox record for a tool result: the label (the
-// record's state, or "superseded by <id>"), the receipt as compact JSON,
-// then the block under the stored petname holding the message's text from
-// byte offset on, at most [MaxText] bytes of it. When the block does not
-// reach the end of the text, or starts after its beginning, a note follows
-// that gives the text's full size in bytes and the offset to read on from.
+// RecordFrom renders a mailbox record for a tool result: its receipt line
+// ([ReceiptLine]), then the block under the stored petname holding the
+// message's text from byte offset on, at most [MaxText] bytes of it. When
+// the block does not reach the end of the text, or starts after its
+// beginning, a note follows that gives the text's full size in bytes and
+// the offset to read on from.
 //
 // An offset beyond the text shows an empty block and the note; one inside
 // a character starts at that character. Cuts never split a character.
 func RecordFrom(r *mailbox.Record, offset int) string {
-	label := AttrValue(string(r.State))
-	if r.SupersededBy != "" {
-		label = "superseded by " + AttrValue(r.SupersededBy)
-	}
 	m := &r.Message
 	text := m.Text
 	total := len(text)
@@ -223,10 +220,7 @@ func RecordFrom(r *mailbox.Record, offset int) string {
 	}
 	var b strings.Builder
 	b.Grow(end - start + 1024)
-	b.WriteString("[")
-	b.WriteString(label)
-	b.WriteString("] Receipt: ")
-	b.WriteString(receiptJSON(r.Receipt()))
+	b.WriteString(ReceiptLine(r))
 	b.WriteByte('\n')
 	b.WriteString(Block(Message{
 		Sender:    r.Peer,
@@ -247,46 +241,17 @@ func RecordFrom(r *mailbox.Record, offset int) string {
 	return b.String()
 }
 
-// receiptJSON returns the receipt as compact JSON in which every format
-// character (bidirectional controls included), every other character drawn
-// as nothing and every C1 control is written as a \u escape. encoding/json already escapes the C0 controls
-// and, by default, <, > and &; the escapes keep the receipt exact for
-// acknowledge_messages while nothing in it can act on a terminal or reorder
-// or hide what the line shows.
-func receiptJSON(rc mailbox.Receipt) string {
-	raw, _ := json.Marshal(rc) // two strings: cannot fail
-	s := string(raw)
-	if strings.IndexFunc(s, mustEscape) < 0 {
-		return s
+// ReceiptLine returns the receipt line of a mailbox record (see package
+// receipt): labelled with the record's state, or "superseded by <msg_id>",
+// each through [AttrValue], and naming the message by its signer's key and
+// msg_id.
+func ReceiptLine(r *mailbox.Record) string {
+	label := AttrValue(string(r.State))
+	if r.SupersededBy != "" {
+		label = "superseded by " + AttrValue(r.SupersededBy)
 	}
-	var b strings.Builder
-	for _, r := range s {
-		if !mustEscape(r) {
-			b.WriteRune(r)
-			continue
-		}
-		// Such a character only ever occurs inside a JSON string, where an
-		// escape means the same character.
-		if r > 0xFFFF {
-			hi, lo := utf16Pair(r)
-			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
-		} else {
-			fmt.Fprintf(&b, `\u%04x`, r)
-		}
-	}
-	return b.String()
-}
-
-// mustEscape reports whether receiptJSON escapes r: a format or control
-// character, or any other character drawn as nothing
-// ([lookalike.Ignorable]).
-func mustEscape(r rune) bool { return unicode.In(r, unicode.Cf, unicode.Cc) || lookalike.Ignorable(r) }
-
-// utf16Pair returns the surrogate pair that encodes r, which is above
-// U+FFFF.
-func utf16Pair(r rune) (rune, rune) {
-	r -= 0x10000
-	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
+	rc := r.Receipt()
+	return receipt.Line{Label: label, Sender: rc.Sender, MsgID: rc.MsgID}.String()
 }
 
 // Inert returns s made inert for a model's context and any terminal that

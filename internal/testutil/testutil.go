@@ -3,8 +3,6 @@ package testutil
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/receipt"
 )
 
 // LockedBuffer is a bytes.Buffer that many goroutines may write to while a
@@ -59,38 +58,17 @@ func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() b
 	}
 }
 
-// Receipts returns the receipts listed in text, a receive_messages or
-// message_status result, as [ParseReceipts] does, and fails tb when one is
-// not valid JSON.
-func Receipts(tb testing.TB, text string) []map[string]any {
+// Receipts returns the receipt lines of text, a receive_messages,
+// read_message or message_status result, in order, as [receipt.Scan] reads
+// them, and fails tb when one does not parse. Encoded as JSON, each is the
+// receipt acknowledge_messages takes.
+func Receipts(tb testing.TB, text string) []receipt.Line {
 	tb.Helper()
-	out, err := ParseReceipts(text)
+	out, err := receipt.Scan(text)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return out
-}
-
-// ParseReceipts returns the receipts listed in text, a receive_messages or
-// message_status result: every line of the form "[<state>] Receipt: {...}"
-// contributes its JSON object, in order. It fails on a receipt that is not
-// valid JSON. Unlike [Receipts] it may run outside the test's goroutine,
-// for instance in the handler of a fake model.
-func ParseReceipts(text string) ([]map[string]any, error) {
-	var out []map[string]any
-	for line := range strings.Lines(text) {
-		line = strings.TrimRight(line, "\r\n")
-		_, js, ok := strings.Cut(line, "] Receipt: ")
-		if !ok || !strings.HasPrefix(line, "[") {
-			continue
-		}
-		var r map[string]any
-		if err := json.Unmarshal([]byte(js), &r); err != nil {
-			return nil, fmt.Errorf("receipt %q: %w", js, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }
 
 // Signer returns the signer whose seed is [identity.SeedSize] copies of b,

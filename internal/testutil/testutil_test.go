@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/interlink-go/interlink/internal/receipt"
 )
 
 func TestLockedBufferConcurrentWrites(t *testing.T) {
@@ -81,10 +83,7 @@ func TestReceipts(t *testing.T) {
 		`[read] Receipt: {"sender":"k2","msg_id":"m2"}`,
 	}, "\n")
 	got := Receipts(t, text)
-	want := []map[string]any{
-		{"sender": "k1", "msg_id": "m1"},
-		{"sender": "k2", "msg_id": "m2"},
-	}
+	want := []receipt.Line{{Label: "stored", Sender: "k1", MsgID: "m1"}, {Label: "read", Sender: "k2", MsgID: "m2"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("Receipts (-want +got):\n%s", diff)
 	}

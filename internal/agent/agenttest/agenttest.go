@@ -41,7 +41,6 @@ func Timing() agent.Timing {
 		RetryDelay: 30 * time.Millisecond,
 		Notify:     20 * time.Millisecond,
 		LockRetry:  20 * time.Millisecond,
-		PairRetry:  50 * time.Millisecond,
 	}
 }
 

@@ -11,6 +11,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,7 +44,8 @@ type Session struct {
 	Shown *mailbox.Shown
 	// Outbox holds what this session sends until a relay takes it.
 	Outbox *outbox.Outbox
-	// Pairing holds the pairing requests and the control-message queue.
+	// Pairing holds the pairing requests; their messages go out through
+	// Outbox.
 	Pairing *pairing.Store
 	// Progress holds the task markers the progress reminder reads.
 	Progress *progress.Markers
@@ -108,6 +110,13 @@ func Open(id string, cfg Config) (*Session, error) {
 		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
+	}
+	// Pairing messages an earlier version queued in the pairing file go
+	// out through the outbox like every other message.
+	if n, err := ps.MoveQueued(context.Background(), own, ob); err != nil {
+		cfg.Logger.Warn("queued pairing messages not moved to the outbox; will retry at the next start", "err", err)
+	} else if n > 0 {
+		cfg.Logger.Info("queued pairing messages moved to the outbox", "count", n)
 	}
 	bud, err := budget.Open(cfg.StateRoot, own, id, &budget.Options{Wake: cfg.Wake, Send: cfg.Send, Now: cfg.Now})
 	if err != nil {
@@ -207,21 +216,21 @@ func (b *Binding) Session() *Session {
 func (b *Binding) Ready() <-chan struct{} { return b.ready }
 
 // SetSummary sets the summary the session announces: at once when bound,
-// else from the moment it is bound. It returns the summary as kept and the
-// session when it was bound. Too long a summary is
-// [presence.ErrSummaryTooLong], checked the same way in both cases.
-func (b *Binding) SetSummary(summary string) (kept string, s *Session, err error) {
+// else from the moment it is bound. It returns the summary as kept and,
+// when the binding had its session, the session's id. Too long a summary
+// is [presence.ErrSummaryTooLong], checked the same way in both cases.
+func (b *Binding) SetSummary(summary string) (kept, boundID string, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s := b.Session(); s != nil {
 		if err := s.Presence.SetSummary(summary); err != nil {
-			return "", nil, err
+			return "", "", err
 		}
-		return s.Presence.Info().Summary, s, nil
+		return s.Presence.Info().Summary, s.ID, nil
 	}
 	if kept, err = presence.CheckSummary(summary); err != nil {
-		return "", nil, err
+		return "", "", err
 	}
 	b.summary = kept
-	return kept, nil, nil
+	return kept, "", nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/interlink-go/interlink/internal/agent/session"
+	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/mailbox"
@@ -25,13 +26,30 @@ import (
 type Codex struct {
 	// Host is set in the Codex host; bind_codex_session refuses otherwise.
 	Host bool
-	// Binding gives the agent its session.
-	Binding *session.Binding
+	// Bind gives the agent its session, the thread, and reports whether
+	// it had it already; binding to another thread is
+	// [session.ErrOtherSession] (see [session.Binding.Bind]).
+	Bind func(thread string) (already bool, err error)
 	// Log receives the binding.
 	Log *slog.Logger
+	// Session gives what the tools use of the bound session.
+	Session Scope[CodexSession]
 
 	recoverMu sync.Mutex // serializes failed_deliveries calls
 	oldHook   sync.Once  // the warning about a prompt hook without the prompt
+}
+
+// CodexSession is what the Codex tools use of the bound session.
+type CodexSession struct {
+	// Budget restarts when the operator types a prompt.
+	Budget *budget.Budget
+	// Failed holds the notices codex queue did not take; nil unless the
+	// session id is a Codex thread id.
+	Failed *codex.Failed
+	// Sink reaches the host; a retry needs the codex queue sink.
+	Sink delivery.Sink
+	// Mailbox records a retried notice as handed over.
+	Mailbox *mailbox.Mailbox
 }
 
 // Tools returns bind_codex_session and failed_deliveries.
@@ -45,14 +63,14 @@ func (c *Codex) Tools() []Tool {
 			mcp.WithString("prompt", mcp.Description("Set only by the prompt hook, to the prompt of the turn as Codex hands it to "+
 				"hooks: a prompt the operator typed restarts the wake-up and send budgets.")),
 			mcp.WithBoolean("operator_turn", mcp.Description("Ignored: older prompt hooks set it. Only prompt can restart the budgets.")),
-		), c.bindCodexSession),
+		), c.Session, c.bindCodexSession),
 		Bound(mcp.NewTool("failed_deliveries",
 			mcp.WithDescription("Notices and pairing messages that could not be handed to codex queue. list shows them; read "+
 				"returns one saved text; retry hands it to codex queue again (Codex host only); discard deletes the saved copy. "+
 				"Message bodies are never lost this way: they stay in the mailbox for receive_messages."),
 			mcp.WithString("action", mcp.Required(), mcp.Enum("list", "read", "retry", "discard"), mcp.Description("What to do.")),
 			mcp.WithString("id", mcp.Description("The entry id from list; required except for list.")),
-		), c.failedDeliveries),
+		), c.Session, c.failedDeliveries),
 	}
 }
 
@@ -65,14 +83,14 @@ type bindArgs struct {
 // bindCodexSession binds an unbound Codex agent to its thread. Only the
 // session's trusted lifecycle hooks call it; its result, "{}", is what
 // those hooks expect.
-func (c *Codex) bindCodexSession(ctx context.Context, _ *session.Session, a bindArgs) (string, error) {
+func (c *Codex) bindCodexSession(ctx context.Context, _ *CodexSession, a bindArgs) (string, error) {
 	if !c.Host {
 		return "", invalidf("not in Codex mode: bind_codex_session is for the Codex host only")
 	}
 	if err := codex.ValidThread(a.ThreadID); err != nil {
 		return "", invalidf("%v", err)
 	}
-	s, already, err := c.Binding.Bind(a.ThreadID)
+	already, err := c.Bind(a.ThreadID)
 	switch {
 	case errors.Is(err, session.ErrOtherSession):
 		return "", invalidf("already bound to another Codex thread; a session cannot switch threads")
@@ -81,7 +99,11 @@ func (c *Codex) bindCodexSession(ctx context.Context, _ *session.Session, a bind
 	case !already:
 		c.Log.Info("bound to Codex thread", "thread", a.ThreadID)
 	}
-	c.promptHook(ctx, s, a)
+	if c.Session != nil {
+		if s := c.Session(); s != nil {
+			c.promptHook(ctx, s, a)
+		}
+	}
 	return "{}", nil
 }
 
@@ -93,7 +115,7 @@ func (c *Codex) bindCodexSession(ctx context.Context, _ *session.Session, a bind
 // to stop an exchange that runs by itself. Nor does operator_turn without
 // a prompt, which hooks written for older versions pass for every turn.
 // A failure to record the turn must not fail the binding.
-func (c *Codex) promptHook(ctx context.Context, s *session.Session, a bindArgs) {
+func (c *Codex) promptHook(ctx context.Context, s *CodexSession, a bindArgs) {
 	switch {
 	case a.Prompt == nil && !a.OperatorTurn:
 	case byModel(ctx):
@@ -117,7 +139,7 @@ type failedArgs struct {
 
 // failedDeliveries lets the operator look at, retry and discard what could
 // not be handed to codex queue.
-func (c *Codex) failedDeliveries(ctx context.Context, s *session.Session, a failedArgs) (string, error) {
+func (c *Codex) failedDeliveries(ctx context.Context, s *CodexSession, a failedArgs) (string, error) {
 	c.recoverMu.Lock()
 	defer c.recoverMu.Unlock()
 	if s.Failed == nil {
@@ -180,7 +202,7 @@ func listFailed(store *codex.Failed) (string, error) {
 
 // retry hands the saved entry id to codex queue again and, once Codex took
 // it, removes it and records a notice as handed over.
-func (c *Codex) retry(ctx context.Context, s *session.Session, id string) (string, error) {
+func (c *Codex) retry(ctx context.Context, s *CodexSession, id string) (string, error) {
 	sink, ok := s.Sink.(*delivery.Codex)
 	if !ok {
 		return "", invalidf("retry needs the Codex host with a codex executable")

@@ -12,11 +12,16 @@
 //     get_my_session_id;
 //   - [Codex] (codex.go): bind_codex_session, failed_deliveries.
 //
-// Each group is given only what it uses; what belongs to the session comes
-// with each call, as the [session.Session] the agent is bound to. A tool
-// declares whether it needs that session ([Bound]) or also answers before a
-// Codex agent is bound ([Anytime]); [Register] enforces the declaration, so
-// no handler checks it.
+// Each group is given only what it uses, when it is built: what serves the
+// whole identity (peers.json, the relays, the signer) as fields, and what
+// belongs to the session as a [Scope] of the group's own type
+// ([MessagingSession], [MailboxSession], [PeersSession],
+// [PresenceSession], [CodexSession]) naming only the session's parts its
+// tools read or change. The agent builds each Scope from its
+// [session.Binding] with [View]; a test can hand a group a [Fixed] one. A
+// tool declares whether it needs the session ([Bound]) or also answers
+// before a Codex agent is bound ([Anytime]), where its handler gets a nil
+// view; the tool enforces the declaration, so no handler checks it.
 //
 // # Arguments
 //

@@ -1,16 +1,20 @@
 package tools_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/mailbox"
+	"github.com/interlink-go/interlink/internal/receipt"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
@@ -206,13 +210,51 @@ func TestToolsSayWhenTheHistoryDidNotKeepAText(t *testing.T) {
 	}
 }
 
+// The receipt line of a message whose text the history did not keep is
+// written like every other receipt line: a msg_id holding characters that
+// are drawn as nothing or reorder text shows them as escapes, and the
+// receipt still reads back exactly.
+func TestTextlessReceiptLineEscapesWhatIsDrawnAsNothing(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	root := t.TempDir()
+	now := time.Now()
+	ts := identity.Millis(now)
+	dir := filepath.Join(root, "mailbox", bob.Key())
+	for _, id := range []string{"flood\u202e1", "zw\u200bj", "tag\U000e0041", "soft\u00adhyphen"} {
+		t.Run(id, func(t *testing.T) {
+			line, err := json.Marshal(map[string]any{"sender": alice.Key(), "msg_id": id, "ts": ts, "acknowledged": true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			agenttest.WriteFile(t, filepath.Join(dir, "b1.tombstones.jsonl"), string(line)+"\n")
+			b := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Root: root})
+			defer b.Stop()
+			st := b.OK("message_status", map[string]any{"msg_id": id})
+			if !strings.Contains(st, "its text is not in the history") {
+				t.Fatalf("message_status = %q, want the textless line", st)
+			}
+			head, _, _ := strings.Cut(st, "\n")
+			if strings.ContainsFunc(head, lookalike.Ignorable) || strings.ContainsFunc(head, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) {
+				t.Errorf("receipt line %q shows a character drawn as nothing", head)
+			}
+			rs := testutil.Receipts(t, st)
+			if len(rs) != 1 || rs[0].Sender != alice.Key() || rs[0].MsgID != id || rs[0].Label != "receiver_acknowledged" {
+				t.Errorf("receipts %+v, want the exact receipt of %q", rs, id)
+			}
+		})
+	}
+}
+
 // receiptLabel returns the label of the receipt line for msgID in a tool
-// result: what stands between "[" and "] Receipt:", or "" without one.
+// result, or "" without one.
 func receiptLabel(text, msgID string) string {
 	for line := range strings.Lines(text) {
-		label, rest, ok := strings.Cut(line, "] Receipt: ")
-		if ok && strings.HasPrefix(label, "[") && strings.Contains(rest, `"msg_id":"`+msgID+`"`) {
-			return label[1:]
+		if l, err := receipt.Parse(line); err == nil && l.MsgID == msgID {
+			return l.Label
 		}
 	}
 	return ""

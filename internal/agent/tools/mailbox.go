@@ -3,7 +3,6 @@ package tools
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/render"
@@ -20,8 +18,22 @@ import (
 // Mailbox is the tools that read what this session received and follow
 // what it sent: receive_messages, read_message, acknowledge_messages,
 // message_status, list_pending and conversation_history. Everything they
-// need belongs to the session.
-type Mailbox struct{}
+// use belongs to the session.
+type Mailbox struct {
+	// Session gives what the tools use of the bound session.
+	Session Scope[MailboxSession]
+}
+
+// MailboxSession is what the mailbox tools use of the bound session.
+type MailboxSession struct {
+	// Mailbox holds what the session received.
+	Mailbox *mailbox.Mailbox
+	// Shown remembers which received messages this process showed its
+	// model; only those can be acknowledged by receipt.
+	Shown *mailbox.Shown
+	// Outbox holds what the session sent, and the log of its delivery.
+	Outbox *outbox.Outbox
+}
 
 // noUnread starts the answer of receive_messages when nothing is unread.
 const noUnread = "No unread messages. Carry on silently; no reply is needed."
@@ -54,14 +66,14 @@ func fitAnswer(parts []string) int {
 }
 
 // Tools returns the mailbox tools.
-func (mb Mailbox) Tools() []Tool {
+func (mb *Mailbox) Tools() []Tool {
 	return []Tool{
 		Bound(mcp.NewTool("message_status",
 			mcp.WithDescription("Local state of one message, by msg_id. Sent messages: pending, then bus_accepted (a relay took it; "+
 				"whether the receiver read it is unknown), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
 				"host_queued, delivery_failed, receiver_acknowledged. Handing a notice to the host never proves the model read or finished anything."),
 			mcp.WithString("msg_id", mcp.Required(), mcp.Description("The message id.")),
-		), mb.messageStatus),
+		), mb.Session, mb.messageStatus),
 		Bound(mcp.NewTool("receive_messages",
 			mcp.WithDescription("Fetch unread peer messages without consuming them (questions and results before progress updates). "+
 				"After reading, pass the exact receipts to acknowledge_messages, then fetch again if the batch was full. "+
@@ -69,7 +81,7 @@ func (mb Mailbox) Tools() []Tool {
 				"point out questions, failures and results. Each receipt names the sender's public key, not its petname."),
 			mcp.WithString("notification_id", mcp.Description("Id from the inbox notice, if there was one; advisory.")),
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
-		), mb.receiveMessages),
+		), mb.Session, mb.receiveMessages),
 		Bound(mcp.NewTool("read_message",
 			mcp.WithDescription(fmt.Sprintf("Read one received message by its receipt, from a byte offset, in any state for 24 hours. "+
 				"A tool result shows at most %d bytes of a message's text and says when there is more; pass the receipt's sender and "+
@@ -77,7 +89,7 @@ func (mb Mailbox) Tools() []Tool {
 			mcp.WithString("sender", mcp.Required(), mcp.Description("Sender public key from the receipt.")),
 			mcp.WithString("msg_id", mcp.Required(), mcp.Description("msg_id from the receipt.")),
 			mcp.WithInteger("offset", mcp.Min(0), mcp.Max(math.MaxInt32), mcp.Description("Byte offset in the text to start at (default 0).")),
-		), mb.readMessage),
+		), mb.Session, mb.readMessage),
 		Bound(mcp.NewTool("acknowledge_messages",
 			mcp.WithDescription("Consume messages you have read, by their exact receipts ({sender, msg_id} as returned). "+
 				"Only messages this session's tools showed you are consumed. "+
@@ -91,7 +103,7 @@ func (mb Mailbox) Tools() []Tool {
 					},
 					"required": []string{"sender", "msg_id"},
 				})),
-		), mb.acknowledgeMessages),
+		), mb.Session, mb.acknowledgeMessages),
 		Bound(mcp.NewTool("conversation_history",
 			mcp.WithDescription("Recent messages with one peer, both directions, newest last. Read-only unless consume=true: "+
 				"pass it when you act on the returned messages so they are not delivered to you again. Received messages appear "+
@@ -100,10 +112,10 @@ func (mb Mailbox) Tools() []Tool {
 			mcp.WithString("peer", mcp.Required(), mcp.Description("Petname, or 'self'.")),
 			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(maxLimit), mcp.Description(descLimit)),
 			mcp.WithBoolean("consume", mcp.Description("Acknowledge the returned received messages (default false).")),
-		), mb.conversationHistory),
+		), mb.Session, mb.conversationHistory),
 		Anytime(mcp.NewTool("list_pending",
 			mcp.WithDescription("Messages still waiting for a relay to take them, and messages every relay refused."),
-		), mb.listPending),
+		), mb.Session, mb.listPending),
 	}
 }
 
@@ -112,7 +124,7 @@ type receiveArgs struct {
 	Limit          whole  `json:"limit"`
 }
 
-func (Mailbox) receiveMessages(_ context.Context, s *session.Session, a receiveArgs) (string, error) {
+func (*Mailbox) receiveMessages(_ context.Context, s *MailboxSession, a receiveArgs) (string, error) {
 	recs, err := s.Mailbox.Receive(a.Limit.or(defaultLimit))
 	if err != nil {
 		return "", localState(err)
@@ -139,7 +151,7 @@ type readArgs struct {
 	Offset whole  `json:"offset"`
 }
 
-func (Mailbox) readMessage(_ context.Context, s *session.Session, a readArgs) (string, error) {
+func (*Mailbox) readMessage(_ context.Context, s *MailboxSession, a readArgs) (string, error) {
 	f, ok, err := s.Mailbox.FindReceipt(mailbox.Receipt{Sender: a.Sender, MsgID: a.MsgID})
 	if err != nil {
 		return "", localState(err)
@@ -160,7 +172,7 @@ type acknowledgeArgs struct {
 
 // showing records that the tool result being built shows recs to the
 // model, so that their receipts may be acknowledged.
-func showing(s *session.Session, recs []mailbox.Record) {
+func showing(s *MailboxSession, recs []mailbox.Record) {
 	for i := range recs {
 		s.Shown.Add(recs[i].Receipt())
 	}
@@ -169,7 +181,7 @@ func showing(s *session.Session, recs []mailbox.Record) {
 // acknowledgeMessages consumes only messages this process has shown the
 // model (see [mailbox.Shown]): a receipt line is text, and text a peer
 // wrote can look like one. A receipt of anything else consumes nothing.
-func (Mailbox) acknowledgeMessages(_ context.Context, s *session.Session, a acknowledgeArgs) (string, error) {
+func (*Mailbox) acknowledgeMessages(_ context.Context, s *MailboxSession, a acknowledgeArgs) (string, error) {
 	shown, unshown := s.Shown.Split(a.Messages)
 	n, err := s.Mailbox.Acknowledge(shown)
 	if err != nil {
@@ -189,7 +201,7 @@ type statusArgs struct {
 	MsgID string `json:"msg_id"`
 }
 
-func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs) (string, error) {
+func (*Mailbox) messageStatus(_ context.Context, s *MailboxSession, a statusArgs) (string, error) {
 	f, found, err := s.Mailbox.Find(a.MsgID)
 	if err != nil {
 		return "", localState(err)
@@ -218,21 +230,15 @@ func (Mailbox) messageStatus(_ context.Context, s *session.Session, a statusArgs
 }
 
 // textlessLine renders what the mailbox keeps of a consumed or superseded
-// message whose text the history did not keep: its label, as
-// [render.Record] gives it, its receipt, and why the text is missing.
+// message whose text the history did not keep: its receipt line, as
+// [render.Record] gives it, and why the text is missing.
 func textlessLine(f *mailbox.Found) string {
-	r := &f.Record
-	label := string(r.State)
-	if r.SupersededBy != "" {
-		label = "superseded by " + r.SupersededBy
-	}
-	receipt, _ := json.Marshal(r.Receipt()) // two strings: cannot fail
 	why := "(consumed or superseded; its text is not in the history)"
 	if f.NotKept {
 		why = fmt.Sprintf("(consumed or superseded; its text is not kept: that day its sender reached what the history keeps "+
 			"of one sender, %d messages or %d MiB)", mailbox.MaxHistoryLines, mailbox.MaxHistoryBytes>>20)
 	}
-	return "[" + render.AttrValue(label) + "] Receipt: " + string(receipt) + "\n" + why
+	return render.ReceiptLine(&f.Record) + "\n" + why
 }
 
 // logLine renders an entry of the outbox's log.
@@ -249,7 +255,7 @@ func logLine(e *outbox.Entry) string {
 
 // listPending works before binding too: an unbound session has sent
 // nothing.
-func (Mailbox) listPending(_ context.Context, s *session.Session, _ none) (string, error) {
+func (*Mailbox) listPending(_ context.Context, s *MailboxSession, _ none) (string, error) {
 	var pend []outbox.Entry
 	if s != nil {
 		var err error
@@ -288,7 +294,7 @@ type historyItem struct {
 	in    *mailbox.Record
 }
 
-func (Mailbox) conversationHistory(_ context.Context, s *session.Session, a historyArgs) (string, error) {
+func (*Mailbox) conversationHistory(_ context.Context, s *MailboxSession, a historyArgs) (string, error) {
 	limit := a.Limit.or(defaultLimit)
 	var items []historyItem
 	sent, err := s.Outbox.Log(a.Peer, limit)

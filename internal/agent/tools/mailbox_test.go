@@ -115,7 +115,7 @@ func TestLongMessageIsReadInParts(t *testing.T) {
 			t.Fatalf("note %q gives no offset past %d", note, offset)
 		}
 		offset = next
-		res = b.OK("read_message", map[string]any{"sender": receipt[0]["sender"], "msg_id": receipt[0]["msg_id"], "offset": offset})
+		res = b.OK("read_message", map[string]any{"sender": receipt[0].Sender, "msg_id": receipt[0].MsgID, "offset": offset})
 	}
 	if got.String() != text {
 		t.Errorf("the %d parts put together differ from the text sent (%d of %d bytes)", parts, got.Len(), len(text))

@@ -10,11 +10,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/policy"
+	"github.com/interlink-go/interlink/internal/progress"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/render"
 	"github.com/interlink-go/interlink/internal/route"
@@ -52,6 +52,22 @@ type Messaging struct {
 	Now func() time.Time
 	// Log receives what the model does not need to see.
 	Log *slog.Logger
+	// Session gives what the tools use of the bound session.
+	Session Scope[MessagingSession]
+}
+
+// MessagingSession is what the messaging tools use of the bound session.
+type MessagingSession struct {
+	// ID is the session id, and Route the session's own route, where
+	// replies come back.
+	ID    string
+	Route route.Route
+	// Outbox takes every message sent.
+	Outbox *outbox.Outbox
+	// Budget counts the sends to each peer.
+	Budget *budget.Budget
+	// Progress keeps the task markers the progress reminder reads.
+	Progress *progress.Markers
 }
 
 // Parameter descriptions shared by several tools.
@@ -77,13 +93,13 @@ func (m *Messaging) Tools() []Tool {
 			mcp.WithString("task_id", mcp.Description(descTaskID)),
 			mcp.WithString("status", mcp.Description(descStatus)),
 			mcp.WithString("in_reply_to", mcp.Description(descInReplyTo)),
-		), m.sendMessage),
+		), m.Session, m.sendMessage),
 		Bound(mcp.NewTool("cancel_task",
 			mcp.WithDescription("Ask a peer to stop a task: sends a message with status canceled for that task_id."),
 			mcp.WithString("to", mcp.Required(), mcp.Description("Petname of the peer working on the task.")),
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task to cancel.")),
 			mcp.WithString("reason", mcp.Description("Why; sent as the message text.")),
-		), m.cancelTask),
+		), m.Session, m.cancelTask),
 	}
 }
 
@@ -96,7 +112,7 @@ type sendArgs struct {
 	InReplyTo string `json:"in_reply_to"`
 }
 
-func (m *Messaging) sendMessage(ctx context.Context, s *session.Session, a sendArgs) (string, error) {
+func (m *Messaging) sendMessage(ctx context.Context, s *MessagingSession, a sendArgs) (string, error) {
 	st := identity.Status(trim(a.Status))
 	if st != "" && !st.Valid() {
 		return "", invalidf("unknown status %q; use one of %s", a.Status, statuses)
@@ -140,7 +156,7 @@ type cancelArgs struct {
 	Reason string `json:"reason"`
 }
 
-func (m *Messaging) cancelTask(ctx context.Context, s *session.Session, a cancelArgs) (string, error) {
+func (m *Messaging) cancelTask(ctx context.Context, s *MessagingSession, a cancelArgs) (string, error) {
 	if trim(a.TaskID) == "" {
 		return "", invalidf("task_id must not be empty")
 	}
@@ -197,7 +213,7 @@ func (m *Messaging) resolve(to string, allowSelf bool) (identity.PublicKey, stri
 // a full outbox is an error the caller can act on. sizeNote, when not
 // empty, is a sentence for the tool's answer naming relays that will
 // refuse the message for its size (see [sizeCheck]).
-func (m *Messaging) queue(ctx context.Context, s *session.Session, t target, peer, logText string, msg *identity.Message) (msgID, sizeNote string, err error) {
+func (m *Messaging) queue(ctx context.Context, s *MessagingSession, t target, peer, logText string, msg *identity.Message) (msgID, sizeNote string, err error) {
 	msgID, err = identity.NewMsgID(nil)
 	if err != nil {
 		return "", "", fmt.Errorf("new msg_id: %w", err)

@@ -45,7 +45,7 @@ func TestSendToLiveSessionAndAcknowledge(t *testing.T) {
 	}
 	b.WaitText("message_status", map[string]any{"msg_id": id}, "[inbox_queued] Receipt: ")
 	recs := testutil.Receipts(t, got)
-	if len(recs) != 1 || recs[0]["sender"] != alice.Key() || recs[0]["msg_id"] != id {
+	if len(recs) != 1 || recs[0].Sender != alice.Key() || recs[0].MsgID != id {
 		t.Fatalf("receipts = %v", recs)
 	}
 	ack := b.OK("acknowledge_messages", map[string]any{"messages": []any{recs[0]}})

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/policy"
 	"github.com/interlink-go/interlink/internal/route"
@@ -28,7 +27,7 @@ import (
 // while fail is set.
 type peersFixture struct {
 	p    *Peers
-	s    *session.Session
+	s    *PeersSession
 	fail atomic.Bool
 }
 
@@ -55,8 +54,12 @@ func newPeersFixture(t *testing.T) *peersFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.p = &Peers{Peers: peers, Signer: me, Name: "bob", Now: time.Now, Queued: func() {}}
-	f.s = &session.Session{ID: "b1", Route: route.New(me.Public().String(), "b1"), Pairing: ps}
+	ob, err := outbox.Open(dir, me.Public(), "b1", nil, me, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.p = &Peers{Peers: peers, Signer: me, Name: "bob", Now: time.Now}
+	f.s = &PeersSession{Route: route.New(me.Public().String(), "b1"), Pairing: ps, Outbox: ob}
 	return f
 }
 
@@ -69,9 +72,10 @@ func (f *peersFixture) knock(t *testing.T, key identity.PublicKey) {
 	}
 }
 
-// A full control queue refuses before anything is authorized; a failing
-// final write leaves the peer trusted and says so in a result flagged
-// isError; accepting again completes the change.
+// An outbox that cannot take the confirmation refuses before anything is
+// authorized; a failing final write leaves the peer trusted, takes the
+// confirmation back and says so in a result flagged isError; accepting
+// again completes the change, with one confirmation on its way.
 func TestAcceptPairSaysHowFarItGot(t *testing.T) {
 	f := newPeersFixture(t)
 	ctx := context.Background()
@@ -79,35 +83,23 @@ func TestAcceptPairSaysHowFarItGot(t *testing.T) {
 	f.knock(t, alice)
 	accept := fingerprintArgs{Fingerprint: alice.String()}
 
-	// A full control queue.
-	for i := range pairing.QueueCap {
-		target := testutil.NumberedSigner(t, i).Public()
-		tr := route.New(target.String(), "s")
-		req := pairing.Request{Key: target.String(), Name: fmt.Sprint("t", i), RequestID: fmt.Sprintf("%032x", i), ReplyTo: tr.String()}
-		if _, err := f.s.Pairing.Request(req, func(id string) (pairing.Job, error) {
-			return pairing.RequestMessage(f.p.Signer, target, tr, "bob", id, f.s.Route, time.Now())
-		}); err != nil {
-			t.Fatal(err)
-		}
+	// An outbox file that cannot be read takes nothing.
+	if err := os.MkdirAll(filepath.Dir(f.s.Outbox.Path()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.s.Outbox.Path(), []byte("not an outbox"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	_, err := f.p.acceptPair(ctx, f.s, accept)
-	if err == nil || !strings.HasPrefix(err.Error(), "local state:") || !errors.Is(err, pairing.ErrQueueFull) {
-		t.Errorf("accept_pair with a full queue: %v, want a local-state error for the full queue", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "local state:") || !errors.Is(err, outbox.ErrCorrupt) {
+		t.Errorf("accept_pair with an unreadable outbox: %v, want a local-state error naming it", err)
 	}
 	if got, _ := f.p.listPeers(ctx, f.s, none{}); got != "no peers authorized" {
 		t.Errorf("peers after the refused accept: %q", got)
 	}
 
-	// Room in the queue again, but the pairing file cannot be written.
-	st, err := f.s.Pairing.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, j := range st.Queued {
-		ids = append(ids, j.Msg.MsgID)
-	}
-	if err := f.s.Pairing.Sent(ids...); err != nil {
+	// The outbox works again, but the pairing file cannot be written.
+	if err := os.Remove(f.s.Outbox.Path()); err != nil {
 		t.Fatal(err)
 	}
 	f.fail.Store(true)
@@ -119,6 +111,9 @@ func TestAcceptPairSaysHowFarItGot(t *testing.T) {
 	if got, _ := f.p.listPeers(ctx, f.s, none{}); !strings.Contains(got, alice.String()) {
 		t.Errorf("peer not authorized after the partial accept: %q", got)
 	}
+	if pend, err := f.s.Outbox.Pending(); err != nil || len(pend) != 0 {
+		t.Errorf("outbox after the partial accept: %+v, %v; want the confirmation taken back", pend, err)
+	}
 
 	f.fail.Store(false)
 	if got, err := f.p.acceptPair(ctx, f.s, accept); err != nil || !strings.Contains(got, "accepted") {
@@ -126,5 +121,9 @@ func TestAcceptPairSaysHowFarItGot(t *testing.T) {
 	}
 	if got, _ := f.p.listPairRequests(ctx, f.s, none{}); got != "no pending pairing requests" {
 		t.Errorf("after the repeat: %q", got)
+	}
+	pend, err := f.s.Outbox.Pending()
+	if err != nil || len(pend) != 1 || pend[0].Route != alice.String()+"#a1" {
+		t.Errorf("outbox after the repeat: %+v, %v; want one confirmation to alice's session", pend, err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/lookalike"
 	"github.com/interlink-go/interlink/internal/policy"
@@ -27,8 +26,18 @@ type Presence struct {
 	Relays []*relay.Client
 	// Own is this identity's key.
 	Own identity.PublicKey
-	// Binding keeps a summary set before the session is bound.
-	Binding *session.Binding
+	// SetSummary sets the summary the session announces, at once when it
+	// is bound (then boundID is its id), else from the moment it is bound
+	// (see [session.Binding.SetSummary]).
+	SetSummary func(summary string) (kept, boundID string, err error)
+	// Session gives what the tools use of the bound session.
+	Session Scope[PresenceSession]
+}
+
+// PresenceSession is what the presence tools use of the bound session.
+type PresenceSession struct {
+	// ID is the session id.
+	ID string
 }
 
 // Tools returns discover, set_summary and get_my_session_id.
@@ -39,15 +48,15 @@ func (p *Presence) Tools() []Tool {
 				"and summary. The session id is what send_message takes. peer narrows the list (petname, announced name, fingerprint or key). "+
 				"Existing peers are marked. Announced names are claims: check the fingerprint before pairing."),
 			mcp.WithString("peer", mcp.Description("Show only this identity.")),
-		), p.discover),
+		), p.Session, p.discover),
 		Anytime(mcp.NewTool("set_summary",
 			mcp.WithDescription("Set a short line (at most 200 characters) about what this session is doing, so peers can pick it. "+
 				"Working folder and git repository are announced already, and the session is on the roster without a summary."),
 			mcp.WithString("summary", mcp.Required(), mcp.Description("The summary; empty clears it.")),
-		), p.setSummary),
+		), p.Session, p.setSummary),
 		Bound(mcp.NewTool("get_my_session_id",
 			mcp.WithDescription("This session's id, as others see it in discover."),
-		), p.getMySessionID),
+		), p.Session, p.getMySessionID),
 	}
 }
 
@@ -55,7 +64,7 @@ type discoverArgs struct {
 	Peer string `json:"peer"`
 }
 
-func (p *Presence) discover(ctx context.Context, s *session.Session, a discoverArgs) (string, error) {
+func (p *Presence) discover(ctx context.Context, s *PresenceSession, a discoverArgs) (string, error) {
 	ros := relay.FetchRoster(ctx, p.Relays)
 	if ros.Available == 0 {
 		return "", &toolFailure{text: "Discovery unavailable: no relay returned a valid roster.\n" +
@@ -140,7 +149,7 @@ const discoverLegend = "Names, session ids, folders, git labels and summaries ar
 // Interlink's marks come first on each line, in brackets, and everything
 // the identity announced comes after them, quoted or plain ([claim]), so no
 // announcement can put words where the marks stand.
-func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *session.Session, shared bool, imitated *policy.Entry) string {
+func (p *Presence) identityBlock(g relay.Group, pol *policy.Policy, s *PresenceSession, shared bool, imitated *policy.Entry) string {
 	name := untrusted.Name(g.Name)
 	var tags []string
 	if g.Key == p.Own {
@@ -185,24 +194,24 @@ type summaryArgs struct {
 
 // setSummary works before binding too: the summary is announced once the
 // session is bound.
-func (p *Presence) setSummary(_ context.Context, _ *session.Session, a summaryArgs) (string, error) {
-	kept, s, err := p.Binding.SetSummary(a.Summary)
+func (p *Presence) setSummary(_ context.Context, _ *PresenceSession, a summaryArgs) (string, error) {
+	kept, id, err := p.SetSummary(a.Summary)
 	if errors.Is(err, presence.ErrSummaryTooLong) {
 		return "", invalidf("summary too long: at most %d characters", presence.SummaryLimit)
 	}
 	if err != nil {
 		return "", err
 	}
-	if s == nil {
+	if id == "" {
 		return fmt.Sprintf("summary set to %s; it is announced once this Codex session is bound to its thread",
 			untrusted.Quote(kept)), nil
 	}
 	// The announcement goes out in the background; say so rather than
 	// claim the relays have it.
 	return fmt.Sprintf("summary of session %s set to %s; it is being announced to the relays and shows in discover once a relay has it",
-		s.ID, untrusted.Quote(kept)), nil
+		id, untrusted.Quote(kept)), nil
 }
 
-func (p *Presence) getMySessionID(_ context.Context, s *session.Session, _ none) (string, error) {
+func (p *Presence) getMySessionID(_ context.Context, s *PresenceSession, _ none) (string, error) {
 	return fmt.Sprintf(`{"session_id":%q}`, s.ID), nil
 }

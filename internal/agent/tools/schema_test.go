@@ -146,7 +146,7 @@ func BenchmarkCheck(b *testing.B) {
 // Every tool's schema compiles, so none is left unchecked.
 func TestEveryToolsSchemaCompiles(t *testing.T) {
 	var defs []mcp.Tool
-	for _, g := range [][]tools.Tool{(&tools.Messaging{}).Tools(), tools.Mailbox{}.Tools(), (&tools.Peers{}).Tools(),
+	for _, g := range [][]tools.Tool{(&tools.Messaging{}).Tools(), (&tools.Mailbox{}).Tools(), (&tools.Peers{}).Tools(),
 		(&tools.Presence{}).Tools(), (&tools.Codex{}).Tools()} {
 		for _, tool := range g {
 			defs = append(defs, tool.Def)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/render"
@@ -46,7 +45,7 @@ const (
 // own, goes to: the one hint names, or the one routing chooses (see
 // route.Select) from the verified rosters of relays, the session the peer
 // last wrote from and, for the own key, every session but this one.
-func (m *Messaging) pickTarget(ctx context.Context, s *session.Session, key identity.PublicKey, label, hint string) (target, error) {
+func (m *Messaging) pickTarget(ctx context.Context, s *MessagingSession, key identity.PublicKey, label, hint string) (target, error) {
 	t := target{key: key, label: label}
 	self := key == m.Signer.Public()
 	ros := relay.FetchRoster(ctx, m.Relays)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -23,34 +24,75 @@ type Tool struct {
 	// NeedsSession makes the tool refuse every call with the message of
 	// [ErrNotBound] until the agent has its session.
 	NeedsSession bool
-	call         func(ctx context.Context, s *session.Session, req mcp.CallToolRequest) (string, error)
+	call         func(ctx context.Context, req mcp.CallToolRequest) (string, error)
 }
 
-// Handler is the body of a tool whose arguments decode into A. It returns
-// the text of the result, or an error (see [Register] for how errors reach
-// the client). s is the bound session; it is nil before binding for a tool
-// that works without one.
-type Handler[A any] func(ctx context.Context, s *session.Session, args A) (string, error)
+// Scope gives a tool group what it uses of the bound session, a value of
+// the group's own type: the session's id and route, and the files and
+// counters the group's tools read or change, nothing else. It returns nil
+// while a Codex agent is not bound to its thread yet.
+type Scope[S any] func() *S
 
-// Bound returns a tool that needs the bound session.
-func Bound[A any](def mcp.Tool, h Handler[A]) Tool {
-	return Tool{Def: def, NeedsSession: true, call: typed(h)}
+// View returns the Scope that gives view(s) once binding has its session
+// s, and nil before. The first view made after binding is kept and given
+// to every later call; calls racing to make it may each run view, and all
+// get the one kept.
+func View[S any](binding *session.Binding, view func(s *session.Session) *S) Scope[S] {
+	var got atomic.Pointer[S]
+	return func() *S {
+		if v := got.Load(); v != nil {
+			return v
+		}
+		s := binding.Session()
+		if s == nil {
+			return nil
+		}
+		if v := view(s); got.CompareAndSwap(nil, v) {
+			return v
+		}
+		return got.Load()
+	}
+}
+
+// Fixed returns the Scope that always gives v, for a group whose session
+// is known when it is built (tests build groups this way).
+func Fixed[S any](v *S) Scope[S] { return func() *S { return v } }
+
+// Handler is the body of a tool of a group whose view of the session is S
+// and whose arguments decode into A. It returns the text of the result, or
+// an error (see [Register] for how errors reach the client). s is the
+// group's view of the bound session; it is nil before binding for a tool
+// that works without one.
+type Handler[S, A any] func(ctx context.Context, s *S, args A) (string, error)
+
+// Bound returns a tool that needs the bound session: until scope gives the
+// group's view of it, the tool answers [ErrNotBound].
+func Bound[S, A any](def mcp.Tool, scope Scope[S], h Handler[S, A]) Tool {
+	return Tool{Def: def, NeedsSession: true, call: typed(scope, true, h)}
 }
 
 // Anytime returns a tool that also works before the session is bound: its
-// handler then gets a nil session.
-func Anytime[A any](def mcp.Tool, h Handler[A]) Tool {
-	return Tool{Def: def, call: typed(h)}
+// handler then gets a nil view.
+func Anytime[S, A any](def mcp.Tool, scope Scope[S], h Handler[S, A]) Tool {
+	return Tool{Def: def, call: typed(scope, false, h)}
 }
 
-// typed decodes the arguments of a call into A with mcp-go's binding and
-// runs h. The arguments passed [Checker.Check] before, so a decoding failure
-// is the tool's schema and A disagreeing; it is still answered as a caller
-// mistake rather than trusted. (mcp.NewTypedToolHandler would answer it as
-// a result flagged isError, which this server never uses for mistakes in
-// the arguments.)
-func typed[A any](h Handler[A]) func(context.Context, *session.Session, mcp.CallToolRequest) (string, error) {
-	return func(ctx context.Context, s *session.Session, req mcp.CallToolRequest) (string, error) {
+// typed looks up the group's view of the session, refusing the call when
+// the tool needs one and there is none yet, decodes the arguments of the
+// call into A with mcp-go's binding, and runs h. The arguments passed
+// [Checker.Check] before, so a decoding failure is the tool's schema and A
+// disagreeing; it is still answered as a caller mistake rather than
+// trusted. (mcp.NewTypedToolHandler would answer it as a result flagged
+// isError, which this server never uses for mistakes in the arguments.)
+func typed[S, A any](scope Scope[S], needs bool, h Handler[S, A]) func(context.Context, mcp.CallToolRequest) (string, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (string, error) {
+		var s *S
+		if scope != nil {
+			s = scope()
+		}
+		if s == nil && needs {
+			return "", ErrNotBound
+		}
 		var args A
 		if err := req.BindArguments(&args); err != nil {
 			return "", invalidf("arguments do not fit the tool's schema: %v", err)
@@ -60,7 +102,7 @@ func typed[A any](h Handler[A]) func(context.Context, *session.Session, mcp.Call
 }
 
 // Register adds tools to srv. A tool that needs the session is refused
-// until binding has one.
+// until its group's scope gives one.
 //
 // A handler's text becomes a result with one text block. Its errors come in
 // two shapes, which hosts tell apart:
@@ -71,15 +113,11 @@ func typed[A any](h Handler[A]) func(context.Context, *session.Session, mcp.Call
 //     never gets here, since [Checker] answers it with -32602 first;
 //   - a result flagged isError, only where the text is still worth reading
 //     (discover when no relay answered, a half-done accept_pair).
-func Register(srv *server.MCPServer, binding *session.Binding, tools []Tool) {
+func Register(srv *server.MCPServer, tools []Tool) {
 	for _, t := range tools {
 		srv.AddTool(t.Def, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			ctx = context.WithValue(ctx, byModelKey{}, madeByModel(req.Params.Meta))
-			s := binding.Session()
-			if s == nil && t.NeedsSession {
-				return nil, ErrNotBound
-			}
-			text, err := t.call(ctx, s, req)
+			text, err := t.call(ctx, req)
 			if tf, ok := errors.AsType[*toolFailure](err); ok {
 				return mcp.NewToolResultError(tf.text), nil
 			}

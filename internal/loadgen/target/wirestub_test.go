@@ -1,4 +1,4 @@
-package loadgen
+package target
 
 import (
 	"io"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
-	"github.com/interlink-go/interlink/internal/loadgen/latency"
 )
 
 // The stub answers the load generator's cycle as the bus does: 202 on
@@ -17,7 +16,7 @@ import (
 // timeout once the message is acknowledged.
 func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
-	srv := httptest.NewServer(wireStub(func() time.Time { return at }))
+	srv := httptest.NewServer(WireStub(func() time.Time { return at }))
 	defer srv.Close()
 	c := busclient.New(srv.URL, true, 1)
 	defer c.Close()
@@ -51,7 +50,7 @@ func TestWireStubAnswersTheCycleInTheBusFormat(t *testing.T) {
 // what the bus takes in any form, not only the form the load generator
 // writes.
 func TestWireStubRefusesWhatTheBusRefuses(t *testing.T) {
-	srv := httptest.NewServer(wireStub(time.Now))
+	srv := httptest.NewServer(WireStub(time.Now))
 	defer srv.Close()
 	for _, tc := range []struct {
 		path, body string
@@ -92,36 +91,6 @@ func TestWireStubRefusesWhatTheBusRefuses(t *testing.T) {
 	want := `{"ack":"a\"b\u000000000000000000000001","envelope":{"payload":1,"ts":`
 	if body := readAll(t, resp); !strings.HasPrefix(body, want) || resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /recv for a route with a quote: %d %s, want 200 %s…", resp.StatusCode, body, want)
-	}
-}
-
-// A report sets each measurement beside each floor it has, and the wire
-// floor beside the loopback floor only.
-func TestReportSetsMeasurementsBesideTheirFloors(t *testing.T) {
-	result := func(name string, ops int64) Result {
-		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: latency.Summary{Count: ops, P50: time.Millisecond}}
-	}
-	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []Result{
-		result("roundtrip", 600), result("floor", 1000), result("wirefloor", 800), result("boltfloor", 300),
-	}}
-	var out strings.Builder
-	if err := rep.Write(&out); err != nil {
-		t.Fatal(err)
-	}
-	var ratios []string
-	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.Contains(line, " ops/s: ") {
-			ratios = append(ratios, line)
-		}
-	}
-	want := []string{
-		"# roundtrip/floor ops/s: 0.60",
-		"# roundtrip/wirefloor ops/s: 0.75",
-		"# roundtrip/boltfloor ops/s: 2.00",
-		"# wirefloor/floor ops/s: 0.80",
-	}
-	if strings.Join(ratios, "\n") != strings.Join(want, "\n") {
-		t.Errorf("ratio lines:\n%s\nwant:\n%s", strings.Join(ratios, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -1,4 +1,4 @@
-package loadgen
+package target
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const readyWait = 10 * time.Second
 // stream of their own, each with its own connection, and serves them on a
 // free 127.0.0.1 port: with one bus all of it, with two /send from the
 // first and everything else from the second.
-func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
+func startNATSBuses(cfg Options, logger *slog.Logger) (_ *Target, err error) {
 	natsURL, stopServer := cfg.NATSURL, func() error { return nil }
 	where := "NATS at " + cfg.NATSURL
 	if natsURL == "" {
@@ -38,7 +38,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 			where += " (sync always)"
 		}
 	}
-	stream := "BENCH_" + runID()
+	stream := "BENCH_" + cfg.ID
 	var (
 		stores   []*natsstore.Store
 		servers  []*bus.Server
@@ -99,7 +99,7 @@ func startNATSBuses(cfg Config, logger *slog.Logger) (_ *target, err error) {
 	if cfg.QueueCap > 0 {
 		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)
 	}
-	return serveTarget(handler, desc, logger, servers, cleanup)
+	return serve(handler, desc, logger, servers, cleanup)
 }
 
 // removeStream removes the run's stream and its roster bucket from the

@@ -1,13 +1,13 @@
 //go:build !natsbench
 
-package loadgen
+package target
 
 import "errors"
 
-// embeddedNATS reports whether this binary can start a NATS server of its
+// EmbeddedNATS reports whether this binary can start a NATS server of its
 // own. The server is a test dependency of the project; only a binary built
 // with the natsbench tag links it.
-const embeddedNATS = false
+const EmbeddedNATS = false
 
 func startNATSServer(bool) (string, func() error, error) {
 	return "", nil, errors.New("built without a NATS server")

@@ -1,6 +1,6 @@
 //go:build natsbench
 
-package loadgen
+package target
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// embeddedNATS reports whether this binary can start a NATS server of its
+// EmbeddedNATS reports whether this binary can start a NATS server of its
 // own: built with the natsbench tag, it links the server.
-const embeddedNATS = true
+const EmbeddedNATS = true
 
 // startNATSServer starts a NATS server with JetStream in this process, on
 // a free 127.0.0.1 port, with its store in a temporary folder that stop

@@ -1,4 +1,4 @@
-package loadgen
+package target
 
 import (
 	"bufio"
@@ -8,13 +8,10 @@ import (
 	"strings"
 )
 
-// readRSS returns the resident set size of process pid (0 for this
-// process) in bytes, from VmRSS in /proc/PID/status. It returns -1 where
-// there is no such file (systems other than Linux) or it cannot be read.
-func readRSS(pid int) int64 { return readStatusKB(pid, "VmRSS:") }
-
 // readStatusKB returns the field of /proc/PID/status (pid 0 for this
-// process) named by key, with its colon, in bytes, as [readRSS] does.
+// process) named by key, with its colon (VmRSS: for the resident set
+// size), in bytes. It returns -1 where there is no such file (systems
+// other than Linux) or it cannot be read.
 func readStatusKB(pid int, key string) int64 {
 	if runtime.GOOS != "linux" {
 		return -1

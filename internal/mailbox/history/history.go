@@ -1,4 +1,18 @@
-package mailbox
+// Package history is the day files that keep the text of received
+// messages after they stop being unread, so that a session can still show
+// them for as long as a copy could arrive again: the replay window the
+// trust gate applies ([protocol.MaxPast]).
+//
+// A [Log] is one folder of append-only files, one per UTC day of signed
+// time. A line is a message as it arrived, with the petname it arrived
+// under and its state when it stopped being unread; or a marker that its
+// sender used up its share of the day ([MaxLines], [MaxBytes]), after
+// which the text of that sender's further messages of the day is not kept.
+// A day's file is removed whole once every message it can hold has left
+// the window. The package knows nothing of the mailbox's records or
+// tombstones; package mailbox owns the folder, holds its lock around every
+// call, and decides which states a line may carry.
+package history
 
 import (
 	"bufio"
@@ -8,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"maps"
 	"math"
@@ -23,45 +38,77 @@ import (
 	"github.com/interlink-go/interlink/internal/statefile"
 )
 
-// Bounds of the history, per sender and day (see [Mailbox.History]).
+// Bounds of the history, per sender and day.
 const (
-	// MaxHistoryLines is the most messages of one sender whose text the
-	// history keeps for one day (UTC, by signed time). The text of a
-	// further message of that sender and day is not kept.
-	MaxHistoryLines = 4096
-	// MaxHistoryBytes is the most bytes of history lines one sender may
-	// have for one day. The text of a message that would go beyond it is
-	// not kept.
-	MaxHistoryBytes = 16 << 20
+	// MaxLines is the most messages of one sender whose text the history
+	// keeps for one day (UTC, by signed time). The text of a further
+	// message of that sender and day is not kept.
+	MaxLines = 4096
+	// MaxBytes is the most bytes of history lines one sender may have for
+	// one day. The text of a message that would go beyond it is not kept.
+	MaxBytes = 16 << 20
 )
 
-// histLog is this process's view of the history: the folder
-// <session>.history beside the mailbox file, holding one file per UTC day
+// Key names a message: its sender's key and its msg_id.
+type Key struct {
+	Sender string
+	MsgID  string
+}
+
+// Line is one message as the history keeps it: the message as it arrived
+// (Raw, its bytes as stored, when known), the petname it arrived under,
+// and its state and successor when it stopped being unread.
+type Line struct {
+	Message      identity.Message
+	Raw          json.RawMessage
+	Peer         string
+	State        string
+	SupersededBy string
+}
+
+// Entry is where the line of one message is, and what a caller needs to
+// select it without reading it: its day, the order it was indexed in
+// (Seq), its signed time, petname, state and successor.
+type Entry struct {
+	Day          string
+	Seq          int
+	TS           uint64
+	Peer         string
+	State        string
+	SupersededBy string
+	off          int64 // offset of the line in the day's file
+	n            int   // length of the line without its newline
+}
+
+// Log is this process's view of a history: a folder (the mailbox's
+// <session>.history beside its file) holding one file per UTC day
 // of signed time, <YYYY-MM-DD>.jsonl. A line is a message that stopped
 // being unread (acknowledged or superseded), as it arrived, with the
 // petname it arrived under and its state at that moment; or a marker
-// saying that a sender reached its share of that day ([MaxHistoryLines],
-// [MaxHistoryBytes]) and that the text of its further messages of the day
+// saying that a sender reached its share of that day ([MaxLines],
+// [MaxBytes]) and that the text of its further messages of the day
 // is not kept. Files are only appended to, and removed whole once every
 // message their day can hold has left the replay window. So each process
 // reads a file once, then only what was appended since, and the cost of
 // a change does not grow with the day's traffic.
 //
-// The history is for showing only. The tombstone log stays the replay
-// state: nothing here is asked whether a message is new, and a missing,
-// damaged or removed history changes only what the history tools show.
-// Where both have a message, the tombstone's state wins (a superseded
-// message acknowledged later).
+// The history is for showing only. The mailbox's tombstone log stays the
+// replay state: nothing here is asked whether a message is new, and a
+// missing, damaged or removed history changes only what the history
+// tools show.
 //
 // The view keeps, per day, how much each sender has used of its share,
-// and an index from receipt to the line's place in its file; the text
-// is read from the file when it is shown. Every field is read and changed
-// only while the mailbox file lock is held.
-type histLog struct {
+// and an index from [Key] to the line's place in its file ([Entry]); the
+// text is read from the file when it is shown ([Log.Read]). A Log is not
+// safe for concurrent use: the caller serializes every call, across
+// processes too, with a lock every writer of the folder holds (the
+// mailbox's file lock).
+type Log struct {
 	dir   string
+	valid func(state string) bool
 	log   *slog.Logger
 	days  map[string]*histDay
-	index map[Receipt]histEntry
+	index map[Key]Entry
 	seq   int // lines indexed so far; orders entries as read
 }
 
@@ -84,38 +131,34 @@ type histShare struct {
 // day.
 type histMarker struct{ sender, peer string }
 
-// histEntry is where the line of one message is, and what the view needs
-// to select it without reading it.
-type histEntry struct {
-	day          string
-	off          int64 // offset of the line in the day's file
-	n            int   // length of the line without its newline
-	seq          int
-	ts           uint64
-	peer         string
-	state        State
-	supersededBy string
-}
-
-func newHistLog(dir string, log *slog.Logger) *histLog {
-	h := &histLog{dir: dir, log: log}
+// New returns the view of the history in dir, empty until
+// [Log.Refresh]. valid says which states a line may carry; a line with
+// another is skipped, as a damaged one is, with a warning to log.
+func New(dir string, valid func(state string) bool, log *slog.Logger) *Log {
+	h := &Log{dir: dir, valid: valid, log: log}
 	h.reset()
 	return h
 }
 
-func (h *histLog) reset() {
+func (h *Log) reset() {
 	h.days = make(map[string]*histDay)
-	h.index = make(map[Receipt]histEntry)
+	h.index = make(map[Key]Entry)
 }
 
-// dayOf returns the UTC day of the signed time ts, as file names give it.
-func dayOf(ts uint64) string {
+// expired reports whether a message signed at ts has left the replay
+// window at now: the trust gate would refuse a copy of it as stale.
+func expired(ts, now uint64) bool {
+	return now > ts && now-ts > uint64(protocol.MaxPast.Milliseconds())
+}
+
+// Day returns the UTC day of the signed time ts, as file names give it.
+func Day(ts uint64) string {
 	return time.UnixMilli(int64(min(ts, math.MaxInt64))).UTC().Format(time.DateOnly)
 }
 
-// dayEnd returns the first millisecond after the day named day, and false
+// DayEnd returns the first millisecond after the day named day, and false
 // when day is not the name of a day.
-func dayEnd(day string) (uint64, bool) {
+func DayEnd(day string) (uint64, bool) {
 	t, err := time.ParseInLocation(time.DateOnly, day, time.UTC)
 	if err != nil || t.Format(time.DateOnly) != day || t.Before(time.UnixMilli(0)) {
 		return 0, false
@@ -128,23 +171,23 @@ func dayEnd(day string) (uint64, bool) {
 // than a window (a time no message passing the trust gate carries), so
 // that its day's file is one the next sweep can remove.
 func keepable(ts, now uint64) bool {
-	return !expiredAt(ts, now) && ts <= now+uint64(protocol.MaxPast.Milliseconds())
+	return !expired(ts, now) && ts <= now+uint64(protocol.MaxPast.Milliseconds())
 }
 
-func (h *histLog) file(day string) string { return filepath.Join(h.dir, day+".jsonl") }
+func (h *Log) file(day string) string { return filepath.Join(h.dir, day+".jsonl") }
 
 // drop forgets the view of one day.
-func (h *histLog) drop(day string) {
+func (h *Log) drop(day string) {
 	delete(h.days, day)
 	for r, e := range h.index {
-		if e.day == day {
+		if e.Day == day {
 			delete(h.index, r)
 		}
 	}
 }
 
 // view returns the view of day, made empty when there is none.
-func (h *histLog) view(day string) *histDay {
+func (h *Log) view(day string) *histDay {
 	v := h.days[day]
 	if v == nil {
 		v = &histDay{shares: make(map[string]*histShare)}
@@ -162,20 +205,20 @@ func (v *histDay) share(sender string) *histShare {
 	return s
 }
 
-// refresh brings the view up to date with the folder, and removes the
+// Refresh brings the view up to date with the folder, and removes the
 // files whose day has left the replay window: every message such a file
 // can hold was signed more than [protocol.MaxPast] before now. It runs
-// under the mailbox file lock, which every writer of the folder holds,
+// under the lock every writer of the folder holds (the mailbox's file lock),
 // whenever the history is written or read; so a file is gone by the first
 // use of the history after its last message left the window.
-func (h *histLog) refresh(now uint64) error {
+func (h *Log) Refresh(now uint64) error {
 	ents, err := os.ReadDir(h.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		h.reset()
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("mailbox: history: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	seen := make(map[string]bool, len(ents))
 	for _, e := range ents {
@@ -183,13 +226,13 @@ func (h *histLog) refresh(now uint64) error {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		end, ok := dayEnd(day)
+		end, ok := DayEnd(day)
 		if !ok {
 			continue
 		}
-		if expiredAt(end-1, now) {
+		if expired(end-1, now) {
 			if err := os.Remove(h.file(day)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("mailbox: history: %w", err)
+				return fmt.Errorf("history: %w", err)
 			}
 			continue
 		}
@@ -210,7 +253,7 @@ func (h *histLog) refresh(now uint64) error {
 // what was appended since the last look. An unfinished last line (a writer
 // that crashed) is left for the next writer to cut off; a line that is not
 // a history line is skipped with a warning, since the history only shows.
-func (h *histLog) read(day string) error {
+func (h *Log) read(day string) error {
 	path := h.file(day)
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -218,7 +261,7 @@ func (h *histLog) read(day string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("mailbox: history: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	v := h.days[day]
 	if v != nil && v.fi != nil && (!os.SameFile(v.fi, fi) || fi.Size() < v.offset) {
@@ -232,12 +275,12 @@ func (h *histLog) read(day string) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("mailbox: history: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
 	if v.fi == nil {
 		if fi, err = f.Stat(); err != nil {
-			return fmt.Errorf("mailbox: history: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, v.offset, fi.Size()-v.offset), 64<<10)
@@ -247,10 +290,10 @@ func (h *histLog) read(day string) error {
 			break // nothing, or an unfinished line
 		}
 		if err != nil {
-			return fmt.Errorf("mailbox: history: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
 		if err := h.apply(day, v, line[:len(line)-1], v.offset); err != nil {
-			h.log.Warn("mailbox: history line skipped", "file", path, "offset", v.offset, "err", err)
+			h.log.Warn("history: line skipped", "file", path, "offset", v.offset, "err", err)
 		}
 		v.offset += int64(len(line))
 	}
@@ -259,8 +302,8 @@ func (h *histLog) read(day string) error {
 }
 
 // apply adds one line of day's file, found at off, to the view.
-func (h *histLog) apply(day string, v *histDay, line []byte, off int64) error {
-	l, err := decodeHistLine(line)
+func (h *Log) apply(day string, v *histDay, line []byte, off int64) error {
+	l, err := h.decode(line)
 	if err != nil {
 		return err
 	}
@@ -274,50 +317,50 @@ func (h *histLog) apply(day string, v *histDay, line []byte, off int64) error {
 	}
 	s.lines++
 	s.bytes += int64(len(line)) + 1
-	rc := Receipt{Sender: l.sender, MsgID: l.msgID}
-	if _, dup := h.index[rc]; dup {
+	k := Key{Sender: l.sender, MsgID: l.msgID}
+	if _, dup := h.index[k]; dup {
 		return nil
 	}
 	h.seq++
-	h.index[rc] = histEntry{day: day, off: off, n: len(line), seq: h.seq, ts: l.ts, peer: l.peer,
-		state: l.state, supersededBy: l.supersededBy}
+	h.index[k] = Entry{Day: day, off: off, n: len(line), Seq: h.seq, TS: l.ts, Peer: l.peer,
+		State: l.state, SupersededBy: l.supersededBy}
 	return nil
 }
 
-// add appends a line for each of recs that the history does not have yet
+// Add appends a line for each of lines that the history does not have yet
 // and that fits its sender's share of its day, and a marker for a sender
 // whose share a message does not fit, once per day. Messages outside the
 // window (see [keepable]) get nothing. It refreshes the view first, which
 // also removes the files that left the window.
-func (h *histLog) add(recs []Record, now uint64) error {
-	if err := h.refresh(now); err != nil {
+func (h *Log) Add(lines []Line, now uint64) error {
+	if err := h.Refresh(now); err != nil {
 		return err
 	}
 	bufs := make(map[string][]byte)
-	for i := range recs {
-		r := &recs[i]
+	for i := range lines {
+		r := &lines[i]
 		m := &r.Message
 		if !keepable(m.TS, now) {
 			continue
 		}
-		rc := r.Receipt()
-		if _, ok := h.index[rc]; ok {
+		k := Key{Sender: m.From, MsgID: m.MsgID}
+		if _, ok := h.index[k]; ok {
 			continue
 		}
-		day := dayOf(m.TS)
+		day := Day(m.TS)
 		v := h.view(day)
 		s := v.share(m.From)
-		line, err := appendHistLine(nil, r)
+		line, err := AppendLine(nil, r)
 		if err != nil {
-			h.log.Warn("mailbox: history line not encoded", "msg_id", m.MsgID, "sender", m.From, "err", err)
+			h.log.Warn("history: line not encoded", "msg_id", m.MsgID, "sender", m.From, "err", err)
 			continue
 		}
-		if s.lines >= MaxHistoryLines || s.bytes+int64(len(line)) > MaxHistoryBytes {
+		if s.lines >= MaxLines || s.bytes+int64(len(line)) > MaxBytes {
 			if !s.full {
 				s.full = true
 				v.markers = append(v.markers, histMarker{m.From, r.Peer})
-				bufs[day] = appendHistMarker(bufs[day], r)
-				h.log.Info("mailbox: sender reached its history share; the text of its further messages that day is not kept",
+				bufs[day] = appendMarker(bufs[day], r)
+				h.log.Info("history: sender reached its history share; the text of its further messages that day is not kept",
 					"sender", m.From, "day", day)
 			}
 			continue
@@ -325,8 +368,8 @@ func (h *histLog) add(recs []Record, now uint64) error {
 		s.lines++
 		s.bytes += int64(len(line))
 		h.seq++
-		h.index[rc] = histEntry{day: day, off: v.offset + int64(len(bufs[day])), n: len(line) - 1, seq: h.seq,
-			ts: m.TS, peer: r.Peer, state: r.State, supersededBy: r.SupersededBy}
+		h.index[k] = Entry{Day: day, off: v.offset + int64(len(bufs[day])), n: len(line) - 1, Seq: h.seq,
+			TS: m.TS, Peer: r.Peer, State: r.State, SupersededBy: r.SupersededBy}
 		bufs[day] = append(bufs[day], line...)
 	}
 	var errs []error
@@ -347,58 +390,66 @@ func (h *histLog) add(recs []Record, now uint64) error {
 // crashed writer, which is cut off first. A new file is created by atomic
 // replace, so its name is durable once write returns; an append is
 // synced.
-func (h *histLog) write(day string, buf []byte) error {
+func (h *Log) write(day string, buf []byte) error {
 	v := h.view(day)
 	path := h.file(day)
 	if v.fi == nil {
 		if err := statefile.WriteAtomic(path, buf); err != nil {
-			return fmt.Errorf("mailbox: history: %w", err)
+			return fmt.Errorf("history: %w", err)
 		}
-	} else if err := appendAt(path, v.offset, buf); err != nil {
-		return fmt.Errorf("mailbox: history: %w", err)
+	} else if err := statefile.AppendAt(path, v.offset, buf); err != nil {
+		return fmt.Errorf("history: %w", err)
 	}
 	v.offset += int64(len(buf))
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("mailbox: history: %w", err)
+		return fmt.Errorf("history: %w", err)
 	}
 	v.fi = fi
 	return nil
 }
 
-// record returns the message of the entry e of rc as its line keeps it,
-// with the petname and the state it had when it stopped being unread. It
+// Entry returns the entry of the message k, if the history has its line.
+func (h *Log) Entry(k Key) (Entry, bool) {
+	e, ok := h.index[k]
+	return e, ok
+}
+
+// Entries yields every message the history has a line for, in no order.
+func (h *Log) Entries() iter.Seq2[Key, Entry] { return maps.All(h.index) }
+
+// Read returns the line of the entry e of k, with the message decoded. It
 // reports false when the line cannot be read back as that message.
-func (h *histLog) record(rc Receipt, e histEntry) (Record, bool, error) {
-	f, err := os.Open(h.file(e.day))
+func (h *Log) Read(k Key, e Entry) (Line, bool, error) {
+	f, err := os.Open(h.file(e.Day))
 	if errors.Is(err, fs.ErrNotExist) {
-		return Record{}, false, nil
+		return Line{}, false, nil
 	}
 	if err != nil {
-		return Record{}, false, fmt.Errorf("mailbox: history: %w", err)
+		return Line{}, false, fmt.Errorf("history: %w", err)
 	}
 	defer f.Close()
 	line := make([]byte, e.n)
 	if _, err := f.ReadAt(line, e.off); err != nil {
 		if errors.Is(err, io.EOF) {
-			return Record{}, false, nil
+			return Line{}, false, nil
 		}
-		return Record{}, false, fmt.Errorf("mailbox: history: %w", err)
+		return Line{}, false, fmt.Errorf("history: %w", err)
 	}
-	l, err := decodeHistLine(line)
-	if err != nil || l.full || l.sender != rc.Sender || l.msgID != rc.MsgID {
-		return Record{}, false, nil
+	l, err := h.decode(line)
+	if err != nil || l.full || l.sender != k.Sender || l.msgID != k.MsgID {
+		return Line{}, false, nil
 	}
 	msg, err := identity.DecodeMessage(l.message)
-	if err != nil || msg.From != rc.Sender || msg.MsgID != rc.MsgID {
-		return Record{}, false, nil
+	if err != nil || msg.From != k.Sender || msg.MsgID != k.MsgID {
+		return Line{}, false, nil
 	}
-	return Record{Message: msg, Peer: l.peer, State: l.state, SupersededBy: l.supersededBy, raw: l.message}, true, nil
+	return Line{Message: msg, Peer: l.peer, State: l.state, SupersededBy: l.supersededBy, Raw: l.message}, true, nil
 }
 
-// full reports whether sender reached its share of the day of ts.
-func (h *histLog) full(sender string, ts uint64) bool {
-	v := h.days[dayOf(ts)]
+// Full reports whether sender reached its share of the day of ts.
+func (h *Log) Full(sender string, ts uint64) bool {
+	v := h.days[Day(ts)]
 	if v == nil {
 		return false
 	}
@@ -406,9 +457,9 @@ func (h *histLog) full(sender string, ts uint64) bool {
 	return s != nil && s.full
 }
 
-// fullDays returns the days inside the window on which a sender known as
+// FullDays returns the days inside the window on which a sender known as
 // peer reached its share, oldest first.
-func (h *histLog) fullDays(peer string) []string {
+func (h *Log) FullDays(peer string) []string {
 	var out []string
 	for day, v := range h.days {
 		for _, mk := range v.markers {
@@ -422,10 +473,10 @@ func (h *histLog) fullDays(peer string) []string {
 	return out
 }
 
-// appendHistLine appends the history line of r. It is written by hand,
+// AppendLine appends the history line of r to out. It is written by hand,
 // with the message's stored bytes where they are known.
-func appendHistLine(out []byte, r *Record) ([]byte, error) {
-	raw := r.raw
+func AppendLine(out []byte, r *Line) ([]byte, error) {
+	raw := r.Raw
 	if bytes.ContainsAny(raw, "\r\n") {
 		// Stored bytes from a file written by hand: a line must stay one.
 		var buf bytes.Buffer
@@ -441,7 +492,7 @@ func appendHistLine(out []byte, r *Record) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out = appendHistHead(out, r)
+	out = appendHead(out, r)
 	out = append(out, `,"state":`...)
 	out = identity.AppendString(out, string(r.State))
 	if r.SupersededBy != "" {
@@ -453,15 +504,15 @@ func appendHistLine(out []byte, r *Record) ([]byte, error) {
 	return append(out, "}\n"...), nil
 }
 
-// appendHistMarker appends the line saying that the sender of r reached
+// appendMarker appends the line saying that the sender of r reached
 // its share of the day of r, so the text of r and of its sender's later
 // messages that day is not kept.
-func appendHistMarker(out []byte, r *Record) []byte {
-	out = appendHistHead(out, r)
+func appendMarker(out []byte, r *Line) []byte {
+	out = appendHead(out, r)
 	return append(out, `,"not_kept":true}`+"\n"...)
 }
 
-func appendHistHead(out []byte, r *Record) []byte {
+func appendHead(out []byte, r *Line) []byte {
 	m := &r.Message
 	out = append(out, `{"sender":`...)
 	out = identity.AppendString(out, m.From)
@@ -477,7 +528,7 @@ func appendHistHead(out []byte, r *Record) []byte {
 type histLine struct {
 	sender, msgID, peer string
 	ts                  uint64
-	state               State
+	state               string
 	supersededBy        string
 	full                bool
 	message             json.RawMessage
@@ -494,9 +545,9 @@ type readHistLine struct {
 	Message      json.RawMessage `json:"message"`
 }
 
-// decodeHistLine decodes one line of a history file. The message itself
-// is decoded only when it is shown.
-func decodeHistLine(line []byte) (histLine, error) {
+// decode decodes one line of a history file. The message itself is
+// decoded only when it is shown.
+func (h *Log) decode(line []byte) (histLine, error) {
 	var f readHistLine
 	if err := json.Unmarshal(line, &f); err != nil {
 		return histLine{}, err
@@ -515,33 +566,12 @@ func decodeHistLine(line []byte) (histLine, error) {
 	if l.full {
 		return l, nil
 	}
-	if l.state = State(f.State); !l.state.recordState() {
+	if l.state = f.State; !h.valid(l.state) {
 		return histLine{}, fmt.Errorf("unknown record state %q", f.State)
 	}
-	if len(f.Message) == 0 || isNull(f.Message) {
+	if len(f.Message) == 0 || bytes.Equal(f.Message, []byte("null")) {
 		return histLine{}, fmt.Errorf("missing message")
 	}
 	l.supersededBy, l.message = f.SupersededBy, f.Message
 	return l, nil
-}
-
-// appendAt writes buf at offset of the file at path, cutting off whatever
-// lies beyond, and syncs the file.
-func appendAt(path string, offset int64, buf []byte) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	if err := f.Truncate(offset); err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(buf, offset); err != nil {
-		return err
-	}
-	return f.Sync()
 }
