@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -25,18 +24,12 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var signer identity.PublicKey
-	if signed {
-		if signer, err = s.guard.verify(r, body, s.now()); err != nil {
-			return err
-		}
-	}
 	req, err := wire.DecodeAck(body)
 	if err != nil {
 		return err
 	}
 	if signed {
-		if err := s.guard.owner(signer, req.Me); err != nil {
+		if err := s.guard.signedBy(r, body, req.Me); err != nil {
 			return err
 		}
 	}

@@ -117,6 +117,11 @@ const nonceShareWait = time.Minute
 
 // guard holds what a bus needs to check requests' signatures and limits.
 // Everything is fixed at creation except the counters, which are atomic.
+//
+// A signature's time is checked against the system clock, the one the
+// agents that sign read, not against [Options.Now]: that is the bus's
+// clock for envelope stamps, roster ages and the limits' buckets, which
+// tests move at will.
 type guard struct {
 	mode     Auth
 	verifier *reqsign.Verifier // nil with AuthOff
@@ -236,11 +241,10 @@ func (g *guard) admitOn(r *http.Request, open bool) (signed bool, err error) {
 	return false, nil
 }
 
-// verify checks the signature of r over body at now and returns its
-// signer. Its errors say what is wrong without saying anything about the
+// verify checks the signature of r over body and returns its signer. Its errors say what is wrong without saying anything about the
 // queues or the roster.
-func (g *guard) verify(r *http.Request, body []byte, now time.Time) (identity.PublicKey, error) {
-	key, err := g.verifier.Verify(r, body, now)
+func (g *guard) verify(r *http.Request, body []byte) (identity.PublicKey, error) {
+	key, err := g.verifier.Verify(r, body, time.Now())
 	if err == nil {
 		return key, nil
 	}
@@ -303,6 +307,33 @@ func (g *guard) announcer(signer identity.PublicKey, a wire.Announce, body []byt
 		return g.refuse(reasonAnnouncement, "the announcement's own signature does not verify")
 	}
 	return nil
+}
+
+// signedSend checks a signed /send whose body and payload are read: its
+// signature, that its signer is the message's sender, and the signer's
+// send bucket. It is a function of its own, not part of the handler, so
+// that the handler's frame, which is on the stack while a body arrives,
+// stays small (see [readBody]).
+func (g *guard) signedSend(r *http.Request, body, payload []byte) error {
+	signer, err := g.verify(r, body)
+	if err != nil {
+		return err
+	}
+	if err := g.sender(signer, payload); err != nil {
+		return err
+	}
+	return g.allowSend(signer)
+}
+
+// signedBy checks a signed request on route rt whose body is read: its
+// signature, and that its signer is the route's key. Like
+// [guard.signedSend] it keeps the signer out of the handler's frame.
+func (g *guard) signedBy(r *http.Request, body []byte, rt string) error {
+	signer, err := g.verify(r, body)
+	if err != nil {
+		return err
+	}
+	return g.owner(signer, rt)
 }
 
 // allowSend takes a token of signer's send bucket.

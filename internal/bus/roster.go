@@ -277,7 +277,7 @@ func (s *Server) rosterUpdate(r *http.Request, body []byte, signed, announce boo
 	var signer identity.PublicKey
 	if signed {
 		var err error
-		if signer, err = s.guard.verify(r, body, s.now()); err != nil {
+		if signer, err = s.guard.verify(r, body); err != nil {
 			return wire.Announce{}, err
 		}
 	}
@@ -315,7 +315,7 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if signed {
-		if _, err := s.guard.verify(r, nil, s.now()); err != nil {
+		if _, err := s.guard.verify(r, nil); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -30,21 +29,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	var signer identity.PublicKey
-	if signed {
-		if signer, err = s.guard.verify(r, body, s.now()); err != nil {
-			return err
-		}
-	}
 	req, err := wire.DecodeSend(body)
 	if err != nil {
 		return err
 	}
 	if signed {
-		if err := s.guard.sender(signer, req.Payload); err != nil {
-			return err
-		}
-		if err := s.guard.allowSend(signer); err != nil {
+		if err := s.guard.signedSend(r, body, req.Payload); err != nil {
 			return err
 		}
 	}
