@@ -184,13 +184,9 @@ func TestKilledBusLosesNothingItAccepted(t *testing.T) {
 					kill()
 				}
 				attempts[id].Add(1)
-				deadline := time.Now().Add(10 * time.Second)
-				for !sendTo(b.base, route, id) {
-					if time.Now().After(deadline) {
-						t.Errorf("b did not take message %d", id)
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
+				if !testutil.Poll(10*time.Second, func() bool { return sendTo(b.base, route, id) }) {
+					t.Errorf("b did not take message %d", id)
+					return
 				}
 			}
 		})
@@ -246,24 +242,26 @@ func TestBusRecoversFromNATSRestart(t *testing.T) {
 	const before, after = 200, 200
 	var accepted []int // in order
 	next := 0
+	// sendSome sends until n were accepted, pausing only after a refusal.
 	sendSome := func(n int) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for len(accepted) < n {
-			body := fmt.Sprintf(`{"to":"K#r","payload":%d}`, next)
-			resp, err := httpc.Post(p.base+"/send", "application/json", strings.NewReader(body))
-			if err == nil {
+		testutil.EventuallyNil(t, time.Minute, fmt.Sprintf("%d sends accepted", n), func() error {
+			for len(accepted) < n {
+				body := fmt.Sprintf(`{"to":"K#r","payload":%d}`, next)
+				resp, err := httpc.Post(p.base+"/send", "application/json", strings.NewReader(body))
+				next++
+				if err != nil {
+					return fmt.Errorf("only %d accepted: %v", len(accepted), err)
+				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusAccepted {
-					accepted = append(accepted, next)
+				if resp.StatusCode != http.StatusAccepted {
+					return fmt.Errorf("only %d accepted: status %d", len(accepted), resp.StatusCode)
 				}
+				accepted = append(accepted, next-1)
 			}
-			next++
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d of %d sends accepted within a minute", len(accepted), n)
-			}
-		}
+			return nil
+		})
 	}
 	sendSome(before)
 

@@ -84,21 +84,21 @@ var listeningRE = regexp.MustCompile(`msg="bus listening" addr=(\S+) cap=(\d+)`)
 func startBus(t testing.TB, env []string, args ...string) *busProc {
 	t.Helper()
 	p := launch(t, env, args...)
-	deadline := time.Now().Add(startTimeout)
-	for {
-		if m := listeningRE.FindStringSubmatch(p.logs.String()); m != nil {
-			p.base = "http://" + m[1]
-			return p
-		}
+	testutil.EventuallyNil(t, startTimeout, "interlink-bus to listen", func() error {
 		select {
 		case <-p.done:
 			t.Fatalf("interlink-bus exited with status %d before listening:\n%s", p.code, p.logs.String())
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("interlink-bus did not listen within %v:\n%s", startTimeout, p.logs.String())
+		logs := p.logs.String()
+		m := listeningRE.FindStringSubmatch(logs)
+		if m == nil {
+			return fmt.Errorf("its log so far:\n%s", logs)
 		}
-	}
+		p.base = "http://" + m[1]
+		return nil
+	})
+	return p
 }
 
 // wait waits up to timeout for the process to exit and returns its status.

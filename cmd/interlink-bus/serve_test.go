@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store/bolt"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // With port 0 the log names the port actually bound, and the bus
@@ -111,7 +112,7 @@ func TestSIGTERMClosesDatabase(t *testing.T) {
 		resp.Body.Close()
 		polled <- resp.StatusCode
 	}()
-	time.Sleep(200 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, "the poll to park", func() bool { return parkedPolls(t, p.base) == 1 })
 
 	start := time.Now()
 	p.stop(t)
@@ -250,9 +251,8 @@ func TestKillDuringSendBurst(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && count.Load() < killAfter; {
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Reaching killAfter is not a failure: the kill comes then at the latest.
+	testutil.Poll(time.Second, func() bool { return count.Load() >= killAfter })
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

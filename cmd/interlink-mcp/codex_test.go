@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,9 +117,8 @@ func TestCodexServerIsInvisibleUntilBoundOnce(t *testing.T) {
 	if got := p.ok("set_summary", map[string]any{"summary": "reviewing"}); !strings.Contains(got, "once this Codex session is bound") {
 		t.Errorf("set_summary unbound = %q", got)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if onRoster(url, f.pubkey(), "") || rosterHasKey(url, f.pubkey()) {
-		t.Error("an unbound Codex server is on the roster")
+	if ss := rosterSessions(url, f.pubkey()); len(ss) != 0 {
+		t.Errorf("an unbound Codex server is on the roster as %q", ss)
 	}
 	for _, bad := range []string{"main", "../thread", threadA[:35], strings.Replace(threadA, "-", "x", 1), threadA + "0"} {
 		if _, _, rpcErr := p.call("bind_codex_session", map[string]any{"thread_id": bad}); rpcErr == "" {
@@ -138,6 +138,11 @@ func TestCodexServerIsInvisibleUntilBoundOnce(t *testing.T) {
 		t.Errorf("session = %s", got)
 	}
 	waitFor(t, "the bound session on the roster", func() bool { return onRoster(url, f.pubkey(), threadA) })
+	// The server takes back what it announced only when it exits, so an
+	// announcement made while it was unbound would be listed still.
+	if ss := rosterSessions(url, f.pubkey()); !slices.Equal(ss, []string{threadA}) {
+		t.Errorf("the roster lists the server as %q, want only %s", ss, threadA)
+	}
 	p.waitText("discover", nil, `"reviewing"`)
 
 	// A Claude server refuses the tool.
@@ -148,13 +153,15 @@ func TestCodexServerIsInvisibleUntilBoundOnce(t *testing.T) {
 	}
 }
 
-func rosterHasKey(url, key string) bool {
-	for _, s := range []string{threadA, threadB, "main"} {
-		if onRoster(url, key, s) {
-			return true
+// rosterSessions returns the sessions of key that the bus at url lists.
+func rosterSessions(url, key string) []string {
+	var out []string
+	for _, e := range relay.FetchRoster(context.Background(), []*relay.Client{relay.New(url, nil)}).Entries {
+		if e.Key.String() == key {
+			out = append(out, e.Session.SessionID)
 		}
 	}
-	return false
+	return out
 }
 
 // A hostile message from a Claude session becomes a notice handed to codex
@@ -241,14 +248,23 @@ func TestCodexTwoThreads(t *testing.T) {
 		t.Errorf("send = %q", res)
 	}
 	waitFor(t, "thread B's notice", func() bool { return len(stubB.calls()) == 1 })
-	time.Sleep(200 * time.Millisecond)
-	if n := len(stubA.calls()); n != 0 {
-		t.Errorf("thread A's stub got %d calls", n)
-	}
 	if c := stubB.calls()[0]; c[2] != threadB {
 		t.Errorf("thread B's notice went to %q", c[2])
 	}
 	b.waitText("receive_messages", nil, "to thread B")
+	// A message to thread A, sent after, is the marker: what thread A
+	// gets of the first message, it gets before this one.
+	b.ok("send_message", map[string]any{"to": "self", "session": threadA[:20], "text": "to thread A"})
+	waitFor(t, "thread A's notice", func() bool { return len(stubA.calls()) >= 1 })
+	if got := a.waitText("receive_messages", nil, "to thread A"); strings.Contains(got, "to thread B") {
+		t.Errorf("thread A received the message to thread B:\n%s", got)
+	}
+	if calls := stubA.calls(); len(calls) != 1 || calls[0][2] != threadA {
+		t.Errorf("thread A's stub got %q, want one notice for %s", calls, threadA)
+	}
+	if n := len(stubB.calls()); n != 1 {
+		t.Errorf("thread B's stub got %d calls, want 1", n)
+	}
 	for _, p := range []*mcpProc{a, b} {
 		if code := p.closeAndWait(); code != 0 {
 			t.Errorf("exit %d", code)

@@ -25,6 +25,7 @@ import (
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // switchBus is an in-memory bus on one loopback port that can be stopped
@@ -65,16 +66,11 @@ func (b *switchBus) url() string { return "http://" + b.addr }
 func (b *switchBus) start() {
 	b.t.Helper()
 	var ln net.Listener
-	var err error
-	for range 50 { // the port may linger for a moment after a stop
-		if ln, err = net.Listen("tcp", b.addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		b.t.Fatalf("listen on %s again: %v", b.addr, err)
-	}
+	// The port may linger for a moment after a stop.
+	testutil.EventuallyNil(b.t, 5*time.Second, "a listener on "+b.addr, func() (err error) {
+		ln, err = net.Listen("tcp", b.addr)
+		return err
+	})
 	srv := &http.Server{Handler: b.bus, ReadHeaderTimeout: 10 * time.Second}
 	b.mu.Lock()
 	b.srv, b.ln = srv, ln
@@ -233,10 +229,15 @@ func TestStoppingProcessDeliversWhenTheRelayReturns(t *testing.T) {
 	p := launchMCP(t, alice.env(b.url(), "INTERLINK_SESSION=a1"))
 	p.initialize()
 	ids := sendThree(t, p)
+	// Each message was tried once and failed; the next try of a running
+	// process comes only after its retry period, much later.
+	waitFor(t, "the first try of each message to fail", func() bool { return sendsFailed(p) >= len(ids) })
+	tried := sendsFailed(p)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the relay returns half a second later
+	// The relay returns once the stopping process has tried it in vain.
+	waitFor(t, "the stopping process to try the relay", func() bool { return sendsFailed(p) > tried })
 	b.start()
 	if code := p.wait(); code != 0 {
 		t.Errorf("exit status %d", code)
@@ -250,6 +251,11 @@ func TestStoppingProcessDeliversWhenTheRelayReturns(t *testing.T) {
 	if strings.Contains(string(data), `"state":"pending"`) {
 		t.Errorf("the outbox file still lists a pending message:\n%s", data)
 	}
+}
+
+// sendsFailed returns how many failed sends p has logged.
+func sendsFailed(p *mcpProc) int {
+	return strings.Count(p.stderr.String(), `msg="send failed"`)
 }
 
 // The 1,025th message waiting for a relay is refused with a clear error;

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +26,9 @@ import (
 // with SIGKILL and waits for it to exit.
 func startBusBinary(t *testing.T, bin, addr string, args ...string) (kill func()) {
 	t.Helper()
-	// The port may linger for a moment after the last bus on it died.
-	for try := 0; ; try++ {
+	// The port may linger for a moment after the last bus on it died: a
+	// bus that exits before listening is started again.
+	testutil.EventuallyNil(t, 10*time.Second, "interlink-bus to listen on "+addr, func() error {
 		logs := &testutil.LockedBuffer{}
 		cmd := exec.Command(bin, append([]string{"--addr", addr}, args...)...)
 		cmd.Env = cleanEnv()
@@ -47,14 +49,13 @@ func startBusBinary(t *testing.T, bin, addr string, args ...string) (kill func()
 			listening = strings.Contains(logs.String(), `msg="bus listening"`)
 			return listening
 		})
-		if listening {
-			return func() { cmd.Process.Kill(); <-done }
+		if !listening {
+			return fmt.Errorf("it exited before listening:\n%s", logs.String())
 		}
-		if try == 20 {
-			t.Fatalf("interlink-bus exited before listening:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		kill = func() { cmd.Process.Kill(); <-done }
+		return nil
+	})
+	return kill
 }
 
 func TestAcknowledgedMessageBackAfterBusCrashIsDroppedAsReplay(t *testing.T) {

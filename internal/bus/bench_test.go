@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
+	"github.com/interlink-go/interlink/internal/testutil"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
@@ -121,9 +122,7 @@ func BenchmarkWake(b *testing.B) {
 					}
 				}()
 			}
-			for srv.waiters.len() < others {
-				time.Sleep(time.Millisecond)
-			}
+			testutil.Eventually(b, time.Minute, "the idle polls to park", func() bool { return srv.waiters.len() >= others })
 			lat := make([]time.Duration, 0, b.N)
 			i := 0
 			for b.Loop() {

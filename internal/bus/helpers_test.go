@@ -328,11 +328,10 @@ func waitFor(tb testing.TB, d time.Duration, what string, cond func() bool) {
 // settleGoroutines waits until the goroutine count is at most limit.
 func settleGoroutines(tb testing.TB, limit int) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > limit {
-		if time.Now().After(deadline) {
-			tb.Fatalf("goroutines: %d, want at most %d", runtime.NumGoroutine(), limit)
+	testutil.EventuallyNil(tb, 10*time.Second, "the goroutines to end", func() error {
+		if n := runtime.NumGoroutine(); n > limit {
+			return fmt.Errorf("goroutines: %d, want at most %d", n, limit)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

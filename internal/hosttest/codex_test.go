@@ -4,6 +4,7 @@ package hosttest
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -226,8 +227,7 @@ func TestCodexAppServer(t *testing.T) {
 	peer.mcpCall(t, "send_message", map[string]any{"to": "self", "session": threads[0], "text": body})
 
 	var notice string
-	deadline := time.Now().Add(codexWakeTimeout)
-	for notice == "" {
+	testutil.Eventually(t, codexWakeTimeout, "a codex queue run", func() bool {
 		for name, argv := range stubRuns(t, runs) {
 			if !strings.HasPrefix(name, "run-") {
 				continue
@@ -238,11 +238,8 @@ func TestCodexAppServer(t *testing.T) {
 			}
 			notice = argv[4]
 		}
-		if notice == "" && time.Now().After(deadline) {
-			t.Fatalf("no codex queue run within %v", codexWakeTimeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return notice != ""
+	})
 	if strings.Contains(notice, body) {
 		t.Errorf("the notice carries the body:\n%s", notice)
 	}
@@ -379,17 +376,12 @@ func TestCodexExecSendMessage(t *testing.T) {
 	}
 
 	// The other session has the text.
-	deadline := time.Now().Add(codexWakeTimeout)
-	for {
-		got := peer.mcpCall(t, "receive_messages", nil)
-		if strings.Contains(got, text) {
-			break
+	testutil.EventuallyNil(t, codexWakeTimeout, "the message at peer-b", func() error {
+		if got := peer.mcpCall(t, "receive_messages", nil); !strings.Contains(got, text) {
+			return fmt.Errorf("no message %q; fake model requests:\n%s", text, model.summary())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("peer-b: no message %q within %v; fake model requests:\n%s", text, codexWakeTimeout, model.summary())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if names := stubRuns(t, runs); len(names) > 0 {
 		t.Errorf("interlink-mcp ran the codex executable: %q", names)
 	}

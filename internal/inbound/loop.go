@@ -25,6 +25,10 @@ const (
 	DefaultRetryDelay = 2 * time.Second
 )
 
+// warnEvery is how many failures in a row to keep a message share one
+// warning; at the default delay, one a minute.
+const warnEvery = 30
+
 // Config holds what a [Loop] works with. Relay, Gate, Peers, Mailbox,
 // Pairing and Sticky must be set; the rest have defaults.
 type Config struct {
@@ -129,7 +133,7 @@ func New(cfg Config) *Loop {
 func (l *Loop) Run(ctx context.Context) error {
 	own := l.cfg.Route.String()
 	online := true
-	lastErr := ""
+	failing := 0 // messages kept on the relay in a row
 	for ctx.Err() == nil {
 		d, err := l.cfg.Relay.Recv(ctx, own, l.cfg.PollWait)
 		l.reportDropped(ctx)
@@ -153,17 +157,19 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		ack, err := l.Handle(ctx, d)
 		if err != nil {
-			// The same failure repeats every RetryDelay while, say, the
-			// mailbox stays full; say it once.
+			// A failure repeats every RetryDelay while, say, the mailbox
+			// stays full: warn on the first of a run, then on every
+			// warnEvery-th, and keep the rest at debug.
 			level := slog.LevelDebug
-			if msg := err.Error(); msg != lastErr {
-				level, lastErr = slog.LevelWarn, msg
+			if failing%warnEvery == 0 {
+				level = slog.LevelWarn
 			}
+			failing++
 			l.log.Log(ctx, level, "message kept on the relay; will retry", "err", err)
 			l.sleep(ctx)
 			continue
 		}
-		lastErr = ""
+		failing = 0
 		if ack {
 			if err := l.cfg.Relay.Ack(ctx, own, d.Ack); err != nil && ctx.Err() == nil {
 				l.log.Warn("ack failed", "err", err)

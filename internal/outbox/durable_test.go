@@ -11,6 +11,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/outbox"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // A message queued by one process and never sent is sent by the next
@@ -244,12 +245,7 @@ func TestEnqueueGivesUpOnTheLockWithItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for range 100 {
-			if os.RemoveAll(root) == nil {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // a real clock: the background wait is real
-		}
+		testutil.EventuallyNil(t, 10*time.Second, "the folder removed", func() error { return os.RemoveAll(root) })
 	})
 	o := openAt(t, root, nil, nil)
 	enqueue(t, o, routeTo("s1"), newMessage(t, "first", time.Now())) // creates the folder

@@ -2,12 +2,10 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -21,9 +19,8 @@ import (
 // TestConcurrentProcesses: when childEnv is set, TestMain runs a writer
 // instead of the tests.
 const (
-	childEnv      = "POLICY_TEST_CHILD" // the writer's index
-	childPathEnv  = "POLICY_TEST_PATH"  // peers.json
-	childStartEnv = "POLICY_TEST_START" // the file whose appearance starts all writers
+	childEnv     = "POLICY_TEST_CHILD" // the writer's index
+	childPathEnv = "POLICY_TEST_PATH"  // peers.json
 
 	writers       = 8
 	addsPerWriter = 50
@@ -32,7 +29,7 @@ const (
 
 func TestMain(m *testing.M) {
 	if idx := os.Getenv(childEnv); idx != "" {
-		if err := runWriter(idx, os.Getenv(childPathEnv), os.Getenv(childStartEnv)); err != nil {
+		if err := runWriter(idx, os.Getenv(childPathEnv)); err != nil {
 			fmt.Fprintf(os.Stderr, "writer %s: %v\n", idx, err)
 			os.Exit(1)
 		}
@@ -47,23 +44,15 @@ func writerEntry(idx, n int) (Entry, error) {
 	return Entry{Name: fmt.Sprintf("writer%d-peer%02d", idx, n), Key: k}, err
 }
 
-// runWriter waits for the start file, then adds its peers one by one.
-func runWriter(idxText, path, start string) error {
+// runWriter waits for the end of its standard input, the signal to start,
+// then adds its peers one by one.
+func runWriter(idxText, path string) error {
 	idx, err := strconv.Atoi(idxText)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(start); err == nil {
-			break
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return errors.New("start file never appeared")
-		}
-		time.Sleep(time.Millisecond)
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
+		return fmt.Errorf("waiting for the start: %w", err)
 	}
 	s, err := Open(path)
 	if err != nil {
@@ -93,19 +82,24 @@ func TestConcurrentProcesses(t *testing.T) {
 		t.Skip("starts 8 processes that write for several seconds")
 	}
 	path := writePeers(t, "{}")
-	start := filepath.Join(t.TempDir(), "start")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
 	began := time.Now()
 	cmds := make([]*exec.Cmd, writers)
 	outs := make([]*testutil.LockedBuffer, writers)
+	starts := make([]io.Closer, writers) // closing one starts its writer
 	for i := range cmds {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestConcurrentProcesses$", "-test.count=1")
 		cmd.Env = append(os.Environ(),
-			childEnv+"="+strconv.Itoa(i), childPathEnv+"="+path, childStartEnv+"="+start)
+			childEnv+"="+strconv.Itoa(i), childPathEnv+"="+path)
 		outs[i] = new(testutil.LockedBuffer)
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		start, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts[i] = start
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -118,35 +112,39 @@ func TestConcurrentProcesses(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	if err := os.WriteFile(start, nil, 0o600); err != nil {
-		t.Fatal(err)
+	for _, start := range starts {
+		if err := start.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
+	// Reads go on, every readPause, until the writers are done, and once
+	// more after.
+	tick := time.NewTicker(readPause)
+	defer tick.Stop()
 	reads, last, bad := 0, 0, 0
 	for running := true; running; {
-		select {
-		case <-done:
-			running = false
-		default:
-		}
 		data, _, err := statefile.Read(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		reads++
-		p, err := Parse(data)
-		if err != nil {
+		if p, err := Parse(data); err != nil {
 			if bad++; bad <= 3 {
 				t.Errorf("read %d is invalid: %v\n%q", reads, err, data)
 			}
-			continue
+		} else {
+			if p.Len() < last {
+				t.Errorf("read %d has %d peers, an earlier read had %d", reads, p.Len(), last)
+			}
+			last = p.Len()
 		}
-		if p.Len() < last {
-			t.Errorf("read %d has %d peers, an earlier read had %d", reads, p.Len(), last)
-		}
-		last = p.Len()
 		// Leave the CPU to the writers most of the time.
-		time.Sleep(readPause)
+		select {
+		case <-done:
+			running = false
+		case <-tick.C:
+		}
 	}
 	if ctx.Err() != nil {
 		t.Fatalf("writers did not finish within the time limit: %v", ctx.Err())

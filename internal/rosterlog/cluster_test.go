@@ -9,28 +9,13 @@ import (
 
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 	"github.com/interlink-go/interlink/internal/store/natstest"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // failover bounds how long a test waits for a cluster to carry on after
 // losing a server: a new leader for each stream, and clients moved to the
 // servers left.
 const failover = 60 * time.Second
-
-// retry calls op until it succeeds, failing the test after failover.
-func retry(t *testing.T, what string, op func() error) {
-	t.Helper()
-	deadline := time.Now().Add(failover)
-	for {
-		err := op()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %v: %v", what, failover, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 // With three servers and three replicas, losing the server that leads the
 // stream loses no stored message and no roster record: once a new leader
@@ -46,13 +31,13 @@ func TestNATSClusterSurvivesTheLossOfAServer(t *testing.T) {
 	open := func() (*natsstore.Store, *Roster) {
 		t.Helper()
 		var s *natsstore.Store
-		retry(t, "Open", func() (err error) {
+		testutil.EventuallyNil(t, failover, "Open", func() (err error) {
 			s, err = natsstore.Open(c.URL(), opts)
 			return err
 		})
 		t.Cleanup(func() { s.Close() })
 		var r *Roster
-		retry(t, "OpenRoster", func() (err error) {
+		testutil.EventuallyNil(t, failover, "OpenRoster", func() (err error) {
 			r, err = Open(s, nil)
 			return err
 		})
@@ -85,13 +70,13 @@ func TestNATSClusterSurvivesTheLossOfAServer(t *testing.T) {
 	}
 	c.Server(info.Cluster.Leader).Shutdown()
 
-	retry(t, "Enqueue after the failover", func() error {
+	testutil.EventuallyNil(t, failover, "Enqueue after the failover", func() error {
 		_, _, err := a.Enqueue("K#s", []byte("after"))
 		return err
 	})
 	want = append(want, "after")
 	var got []string
-	retry(t, "draining after the failover", func() error {
+	testutil.EventuallyNil(t, failover, "draining after the failover", func() error {
 		for {
 			e, ok, err := b.Peek("K#s")
 			if err != nil || !ok {
@@ -108,7 +93,7 @@ func TestNATSClusterSurvivesTheLossOfAServer(t *testing.T) {
 	}
 
 	var rev uint64
-	retry(t, "roster Put after the failover", func() (err error) {
+	testutil.EventuallyNil(t, failover, "roster Put after the failover", func() (err error) {
 		rev, err = ra.Put("K#after", []byte("2"))
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 	"github.com/interlink-go/interlink/internal/store/natstest"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // record is one call of a roster watch.
@@ -287,17 +288,10 @@ func TestRosterWatchSurvivesServerRestart(t *testing.T) {
 	// A put fails until the connection is back; one that timed out may
 	// still have been stored, and is watched like any other.
 	var rev uint64
-	deadline := time.Now().Add(hintWait)
-	for {
-		var err error
-		if rev, err = ra.Put("K#after", []byte("2")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Put after the restart: still failing after %v: %v", hintWait, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.EventuallyNil(t, hintWait, "a Put after the restart", func() (err error) {
+		rev, err = ra.Put("K#after", []byte("2"))
+		return err
+	})
 	for {
 		got := w.next(t)
 		if got.Key == "K#after" && got.Value == "2" && got.Rev <= rev {

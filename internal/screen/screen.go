@@ -194,8 +194,10 @@ func (s *screen) release(c net.Conn) {
 // whose headers are too large gets 431 first, and one that opens with a
 // TLS handshake a plain 400 that its client's TLS layer recognises.
 func (s *screen) read(c net.Conn) {
-	defer s.release(c)
 	err := awaitHeaders(c, s.maxBytes)
+	// No longer awaiting headers either way: released before the hand-over,
+	// so that a request the server answers on c never finds it counted.
+	s.release(c)
 	answer := ""
 	switch {
 	case errors.Is(err, errHeadersTooLarge):

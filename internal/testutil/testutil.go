@@ -47,15 +47,37 @@ const maxPoll = 20 * time.Millisecond
 // spinning through long ones.
 func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
+	if !Poll(timeout, cond) {
+		tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+	}
+}
+
+// EventuallyNil calls f until it returns nil, paced as [Eventually], and
+// fails tb with what and f's last error when it still does not after
+// timeout.
+func EventuallyNil(tb testing.TB, timeout time.Duration, what string, f func() error) {
+	tb.Helper()
+	var err error
+	if !Poll(timeout, func() bool { err = f(); return err == nil }) {
+		tb.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+	}
+}
+
+// Poll calls cond until it reports true or timeout passes, paced as
+// [Eventually], and reports whether cond held. It fails nothing, so a
+// goroutine other than the test's may call it, and a caller for whom the
+// timeout is not a failure may too.
+func Poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	pause := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, maxPoll)
 	}
+	return true
 }
 
 // Receipts returns the receipt lines of text, a receive_messages,

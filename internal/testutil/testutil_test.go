@@ -75,6 +75,48 @@ func TestEventuallyFailsAfterTimeout(t *testing.T) {
 	}
 }
 
+func TestEventuallyNilFailsWithTheLastError(t *testing.T) {
+	rec := &recorder{TB: t}
+	calls := 0
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != rec {
+				panic(p)
+			}
+		}()
+		EventuallyNil(rec, 30*time.Millisecond, "the dial", func() error {
+			calls++
+			return fmt.Errorf("attempt %d refused", calls)
+		})
+	}()
+	if want := fmt.Sprintf("waiting for the dial: attempt %d refused", calls); !strings.HasSuffix(rec.failed, want) {
+		t.Fatalf("failure message %q, want it to end with %q", rec.failed, want)
+	}
+}
+
+func TestEventuallyNilReturnsOnceNil(t *testing.T) {
+	calls := 0
+	EventuallyNil(t, 10*time.Second, "third call", func() error {
+		if calls++; calls < 3 {
+			return fmt.Errorf("call %d", calls)
+		}
+		return nil
+	})
+	if calls != 3 {
+		t.Fatalf("f called %d times, want 3", calls)
+	}
+}
+
+func TestPollReportsWhetherCondHeld(t *testing.T) {
+	calls := 0
+	if !Poll(10*time.Second, func() bool { calls++; return calls >= 2 }) || calls != 2 {
+		t.Fatalf("Poll on a cond true at the second call: called %d times", calls)
+	}
+	if Poll(5*time.Millisecond, func() bool { return false }) {
+		t.Fatal("Poll on a cond that never holds reported true")
+	}
+}
+
 func TestReceipts(t *testing.T) {
 	text := strings.Join([]string{
 		"2 messages",

@@ -12,6 +12,7 @@ import (
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/relay"
 	"github.com/interlink-go/interlink/internal/route"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
 // StartBus starts an in-memory bus on loopback and returns its URL.
@@ -71,12 +72,12 @@ func (s *Switchable) Wrap(h http.Handler) http.Handler {
 		case down:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"error":"down for the test"}`))
+			_, _ = w.Write(wire.ErrorAnswer("down for the test", false))
 			return
 		case refused:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"error":"refused for the test"}`))
+			_, _ = w.Write(wire.ErrorAnswer("refused for the test", false))
 			return
 		}
 		h.ServeHTTP(w, r)

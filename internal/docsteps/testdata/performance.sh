@@ -37,10 +37,10 @@ go test -run='^$' -bench='CheckJSON|Handlers' -benchtime=3s -count=3 ./internal/
 
 step "With --db: one fsync per message"
 interlink-bus bench --store bolt --keepalive --with-floor --duration 10s --rounds 5 --duration 300ms --rounds 1
-go test -run='^$' -bench='BoltTwoCommitFloor|EnqueuePeekDelete/bolt/' -benchtime=2000x -count=2 ./internal/store -benchtime=1x -count=1
-go test -run='^$' -bench='BoltTwoCommitFloor|BoltOneCommitBehindHTTP|EnqueuePeekDelete/bolt/serial' -benchtime=3000x -count=3 ./internal/store -benchtime=1x -count=1
-go test -run='^$' -bench='ThreeRequests|FileSync|BoltTwoCommitFloor|BoltOneCommitBehindHTTP' -benchtime=3s -count=2 ./internal/store -benchtime=1x -count=1
-go test -run='^$' -bench='Sleeping|Spinning|ThreeRequests|FileSync' -count=3 ./internal/store -benchtime=1x -count=1
+go test -run='^$' -bench='BoltTwoCommitFloor|EnqueuePeekDelete/bolt/' -benchtime=2000x -count=2 ./internal/store/bolt -benchtime=1x -count=1
+go test -run='^$' -bench='BoltTwoCommitFloor|BoltOneCommitBehindHTTP|EnqueuePeekDelete/bolt/serial' -benchtime=3000x -count=3 ./internal/store/bolt -benchtime=1x -count=1
+go test -run='^$' -bench='ThreeRequests|FileSync|BoltTwoCommitFloor|BoltOneCommitBehindHTTP' -benchtime=3s -count=2 ./internal/store/bolt -benchtime=1x -count=1
+go test -run='^$' -bench='Sleeping|Spinning|ThreeRequests|FileSync' -count=3 ./internal/store/bolt -benchtime=1x -count=1
 
 step "With --db: 64 senders x 64 receivers"
 interlink-bus bench --store bolt --mode pipeline --senders 64 --receivers 64 --keepalive --with-floor --duration 10s --rounds 5 --duration 300ms --rounds 1
@@ -84,7 +84,7 @@ interlink-bus bench --mode roundtrip --fill-routes 10000 --fill-msgs 1 --duratio
 interlink-bus bench --mode roundtrip --fill-routes 10000 --fill-msgs 10 --size 1024 --duration 60s --duration 300ms
 
 step "Hostile clients"
-go test -run='^$' -bench=BoltReopen -benchtime=20x ./internal/store -benchtime=1x
+go test -run='^$' -bench=BoltReopen -benchtime=20x ./internal/store/bolt -benchtime=1x
 
 step "NATS JetStream"
 go build -tags natsbench -o interlink-bus ./cmd/interlink-bus

@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/natstest"
+	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // Tests of a NATS server and streams with settings the store did not
@@ -276,7 +278,8 @@ func TestNATSClusterServersWithDifferentMaxPayload(t *testing.T) {
 	open := func(srv *natstest.Server) *Store {
 		t.Helper()
 		var s *Store
-		retry(t, "Open", func() (err error) {
+		// A cluster may take up to a minute to carry on after a change.
+		testutil.EventuallyNil(t, time.Minute, "Open", func() (err error) {
 			s, err = Open(srv.URL(), &Options{Stream: "MIXED"})
 			return err
 		})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/natstest"
@@ -59,24 +58,6 @@ func totals(tb testing.TB, s *Store) store.Totals {
 		tb.Fatalf("Totals: %v", err)
 	}
 	return t
-}
-
-// retry calls op until it succeeds, failing the test after a minute, the
-// time a cluster may take to carry on after a change.
-func retry(t *testing.T, what string, op func() error) {
-	t.Helper()
-	const failover = 60 * time.Second
-	deadline := time.Now().Add(failover)
-	for {
-		err := op()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %v: %v", what, failover, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
