@@ -72,6 +72,23 @@ Options:
                        bring back the messages acknowledged in the last D
                        (agents drop them as replays). 0 commits each at once.
                        Env INTERLINK_ACK_DELAY; default 100ms; at most 1m
+    --tls-cert FILE    serve HTTPS with this PEM certificate chain; the
+                       files are read again when they change, so a renewed
+                       certificate needs no restart. Env INTERLINK_TLS_CERT
+    --tls-key FILE     the certificate's private key. Env INTERLINK_TLS_KEY
+    --auth MODE        request signatures: optional verifies those present
+                       and serves unsigned requests as the original bus
+                       does; required lets only a route's key read,
+                       acknowledge or unregister it and needs every send
+                       and announcement signed by its sender; off ignores
+                       them. Env INTERLINK_AUTH; default optional
+    --authority NAMES  host names, comma-separated, that clients may have
+                       signed besides the Host the bus receives: those of
+                       a reverse proxy that rewrites Host. Env
+                       INTERLINK_AUTHORITY
+    --path-prefix LIST path prefixes, comma-separated, that a reverse proxy
+                       strips before it forwards a request, such as
+                       /interlink. Env INTERLINK_PATH_PREFIX
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     -h, --help         show this help
@@ -80,9 +97,10 @@ Options:
 A flag wins over its environment variable; a variable set to the empty
 string counts as unset. Logs go to stderr.
 
-The bus has no authentication and no TLS: anyone who can reach the port can
-read, acknowledge and flood every queue. Keep it on loopback or on a trusted
-private network (see docs/DEPLOY.md).
+Without --auth required anyone who can reach the port can read, acknowledge
+and flood every queue: keep such a bus on loopback or on a trusted private
+network. A bus open to others needs --auth required and TLS (see
+docs/DEPLOY.md, "An open relay").
 
 Run 'interlink-bus bench --help' for the load generator and
 'interlink-bus unit --help' for the systemd unit.

@@ -20,8 +20,10 @@ import (
 	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/connlimit"
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/bolt"
+	"github.com/interlink-go/interlink/internal/tlsfiles"
 	"github.com/interlink-go/interlink/internal/version"
 )
 
@@ -35,6 +37,7 @@ const (
 	defaultQueueCap = "1024"
 	defaultLogLevel = "info"
 	defaultAckDelay = "100ms"
+	defaultAuth     = "optional"
 	// maxAckDelay bounds --ack-delay: longer would only widen what a crash
 	// can undo.
 	maxAckDelay = time.Minute
@@ -51,6 +54,13 @@ type serveConfig struct {
 	// The byte bounds of the queues: per route (0 with NATS, which has
 	// none) and in all; see byteBounds.
 	queueBytes, totalBytes int64
+	// tlsCert and tlsKey name the certificate files; both empty for
+	// plain HTTP.
+	tlsCert, tlsKey string
+	auth            bus.Auth
+	// authorities and prefixes are those of a reverse proxy in front
+	// (reqsign.Options).
+	authorities, prefixes []string
 }
 
 // serve runs the bus until ctx ends, then shuts it down and returns 0.
@@ -63,8 +73,26 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 
 	// 0.0.0.0 and :: count as exposed: they listen on every interface.
 	if !cfg.addr.Addr().Unmap().IsLoopback() {
-		log.Warn("not bound to loopback: any host that can reach this port can read, acknowledge and flood queues",
-			"addr", cfg.addr.String())
+		switch {
+		case cfg.auth != bus.AuthRequired:
+			log.Warn("not bound to loopback: any host that can reach this port can read, acknowledge and flood queues",
+				"addr", cfg.addr.String(), "auth", cfg.auth.String(), "hint", "--auth required lets only a route's key read it")
+		case cfg.tlsCert == "":
+			log.Warn("not bound to loopback and without TLS: anyone on the way can read the messages and the roster",
+				"addr", cfg.addr.String())
+		}
+	}
+	var certs *tlsfiles.Source
+	if cfg.tlsCert != "" {
+		var err error
+		if certs, err = tlsfiles.Load(cfg.tlsCert, cfg.tlsKey, &tlsfiles.Options{Logger: log}); err != nil {
+			return c.fail(exitError, strings.TrimPrefix(err.Error(), "tlsfiles: "),
+				"give a PEM certificate chain with --tls-cert and its private key with --tls-key")
+		}
+	}
+	verifier, verr := reqsign.New(&reqsign.Options{Authorities: cfg.authorities, PathPrefixes: cfg.prefixes})
+	if verr != nil {
+		return c.fail(exitUsage, strings.TrimPrefix(verr.Error(), "reqsign: "), helpHint)
 	}
 
 	// The metrics exist before the store, which reports its commit times
@@ -92,7 +120,11 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		log.Info("connection limit", "max", maxConns, "open_file_limit", "unknown")
 	}
 	conns := new(bus.ConnStats)
-	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns}
+	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns,
+		Auth: cfg.auth, Verifier: verifier}
+	if certs != nil {
+		opts.TLS = certs.ServerConfig()
+	}
 	srv := bus.New(st, opts)
 
 	// The real address: with port 0 the system picked one.
@@ -101,6 +133,11 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		listening = append(listening, "queue_bytes", cfg.queueBytes)
 	}
 	log.Info("bus listening", append(listening, "total_bytes", cfg.totalBytes, "max_body", srv.MaxBody())...)
+	access := []any{"auth", cfg.auth.String(), "tls", certs != nil}
+	if certs != nil {
+		access = append(access, "tls_cert", cfg.tlsCert)
+	}
+	log.Info("access rules", access...)
 
 	metrics.Conns(conns)
 	serving := bus.Serve(ln, metrics.Handler(srv), opts, srv)
@@ -193,6 +230,7 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	fset.Usage = func() {}
 	var addr, db, queueCap, ackDelay, logLevel string
 	var queueBytes, totalBytes string
+	var tlsCert, tlsKey, auth, authorities, prefixes string
 	var nf natsFlags
 	fset.StringVar(&addr, "addr", "", "")
 	fset.StringVar(&db, "db", "", "")
@@ -202,6 +240,11 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	fset.StringVar(&totalBytes, "total-bytes", "", "")
 	fset.StringVar(&ackDelay, "ack-delay", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
+	fset.StringVar(&tlsCert, "tls-cert", "", "")
+	fset.StringVar(&tlsKey, "tls-key", "", "")
+	fset.StringVar(&auth, "auth", "", "")
+	fset.StringVar(&authorities, "authority", "", "")
+	fset.StringVar(&prefixes, "path-prefix", "", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, usage)
@@ -244,7 +287,37 @@ func (c *cli) serveConfig(args []string) (cfg serveConfig, code int, ok bool) {
 	if cfg.logLevel, err = cmdline.ParseLogLevel(value); err != nil {
 		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
 	}
+
+	var certSource, keySource string
+	cfg.tlsCert, certSource = c.setting(tlsCert, "--tls-cert", "INTERLINK_TLS_CERT", "")
+	cfg.tlsKey, keySource = c.setting(tlsKey, "--tls-key", "INTERLINK_TLS_KEY", "")
+	switch {
+	case cfg.tlsCert != "" && cfg.tlsKey == "":
+		return cfg, c.fail(exitUsage, certSource+" without --tls-key", "give the certificate's private key with --tls-key"), false
+	case cfg.tlsCert == "" && cfg.tlsKey != "":
+		return cfg, c.fail(exitUsage, keySource+" without --tls-cert", "give the certificate chain with --tls-cert"), false
+	}
+
+	value, source = c.setting(auth, "--auth", "INTERLINK_AUTH", defaultAuth)
+	if cfg.auth, err = bus.ParseAuth(value); err != nil {
+		return cfg, c.fail(exitUsage, fmt.Sprintf("%s %q: %v", source, value, err), helpHint), false
+	}
+	value, _ = c.setting(authorities, "--authority", "INTERLINK_AUTHORITY", "")
+	cfg.authorities = splitList(value)
+	value, _ = c.setting(prefixes, "--path-prefix", "INTERLINK_PATH_PREFIX", "")
+	cfg.prefixes = splitList(value)
 	return cfg, exitOK, true
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // parseAddr parses an IP-literal socket address. Host names are refused on

@@ -79,7 +79,8 @@ var unitTemplate = template.Must(template.New("unit").Parse(`# systemd user unit
 # cannot lock the others out. Raise it for a bus with more sessions; the
 # bus logs its limit when it starts.
 #
-# Several machines: the bus has no authentication and no TLS, so listen
+# Several machines: without --auth required and TLS anyone who reaches the
+# port can read every queue (docs/DEPLOY.md, "An open relay"), so listen
 # only on a private network such as a tailnet, with that interface's IP
 # address written out (interlink-bus unit --addr 100.101.102.103:9440),
 # and allow the port only from your own machines with a firewall. See

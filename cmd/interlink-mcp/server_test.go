@@ -83,7 +83,7 @@ func TestServerStartup(t *testing.T) {
 	}{
 		{[]string{"INTERLINK_KEY=" + filepath.Join(f.dir, "missing.key")}, []string{"--key / INTERLINK_KEY", "interlink-mcp keygen --out "}},
 		{[]string{"INTERLINK_PEERS=" + filepath.Join(f.dir, "missing.json")}, []string{"--peers / INTERLINK_PEERS", "create it with the content {}"}},
-		{[]string{"INTERLINK_URL=https://relay.example"}, []string{"--url / INTERLINK_URL"}},
+		{[]string{"INTERLINK_URL=ws://relay.example"}, []string{"--url / INTERLINK_URL"}},
 		{[]string{"INTERLINK_SESSION=../up"}, []string{"session id"}},
 		{[]string{"CLAUDE_CODE_SESSION_ID=a/b"}, []string{"session id"}},
 	}

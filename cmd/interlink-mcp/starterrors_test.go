@@ -99,7 +99,7 @@ func TestStartupErrorsSayEachThingOnce(t *testing.T) {
 				t.Skip(err)
 			}
 		}, "named pipe"},
-		{"relay URL not http", func(s *setup) { s.url = "ftp://x" }, "plain HTTP only"},
+		{"relay URL not http", func(s *setup) { s.url = "ftp://x" }, "use an https:// URL, or http://"},
 		{"session id with a slash", func(s *setup) { s.session = "a/b" }, "session id"},
 	}
 	for _, tc := range cases {

@@ -118,7 +118,7 @@ func New(cfg Config) (*Agent, error) {
 		a.name = signer.Public().Fingerprint()
 	}
 	for _, u := range urls {
-		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: log}))
+		a.relays = append(a.relays, relay.New(u, &relay.Options{HTTPClient: t.HTTPClient, Logger: log, Signer: signer}))
 	}
 	a.binding = session.NewBinding(session.Config{
 		StateRoot: cfg.StateRoot, Signer: signer, Relays: a.relays, Name: a.name, Cwd: cfg.Cwd,

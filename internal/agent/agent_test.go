@@ -83,7 +83,7 @@ func TestNewNamesTheSettingToFix(t *testing.T) {
 		{"missing key", func(c *agent.Config) { c.KeyPath = filepath.Join(t.TempDir(), "none") }, "--key", "key file (--key / INTERLINK_KEY)"},
 		{"missing peers", func(c *agent.Config) { c.PeersPath = filepath.Join(t.TempDir(), "none") }, "--peers", "peers file (--peers / INTERLINK_PEERS)"},
 		{"peers not JSON", func(c *agent.Config) { c.PeersPath = bad }, "--peers", "invalid peers.json"},
-		{"https relay", func(c *agent.Config) { c.URLs = []string{"https://relay.example"} }, "--url", "relay URLs (--url / INTERLINK_URL)"},
+		{"ws relay", func(c *agent.Config) { c.URLs = []string{"ws://relay.example"} }, "--url", "relay URLs (--url / INTERLINK_URL)"},
 		{"bad session", func(c *agent.Config) { c.Session = ".." }, "", "session id"},
 		{"unknown host", func(c *agent.Config) { c.Host = "vim" }, "", `host "vim"`},
 	}

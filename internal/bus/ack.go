@@ -13,8 +13,13 @@ import (
 //
 // The key must belong to the route named by me. That stops a client from
 // acking another route's message by mistake; it is no protection against
-// anyone, since whoever knows a route can poll it for its keys.
+// anyone unsigned, since whoever knows a route can poll it for its keys; a
+// signed request must be signed by the route's key ([Auth]).
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	body, err := readBody(w, r, wire.MaxBodyBytes, s.requestTimeout)
 	if err != nil {
 		return err
@@ -22,6 +27,11 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
 	req, err := wire.DecodeAck(body)
 	if err != nil {
 		return err
+	}
+	if signed {
+		if err := s.guard.signedBy(r, body, req.Me); err != nil {
+			return err
+		}
 	}
 	if !store.HasRoute(req.Key, req.Me) {
 		return errForeignAck

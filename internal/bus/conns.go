@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"crypto/tls"
 	"io"
 	"log"
 	"log/slog"
@@ -123,6 +124,7 @@ func RefuseManyHeaderFields(w http.ResponseWriter, r *http.Request) bool {
 // open at once, shared fairly among clients when they are all taken
 // (package connlimit), and each new connection screened until its first
 // request's headers are whole, within [MaxHeaderBytes] (package screen).
+// With [Options.TLS] it serves TLS instead of screening ([tlsConfig]).
 // The counts go to
 // [Options.Conns] when it is set.
 func Listen(ln net.Listener, opts *Options) net.Listener {
@@ -137,7 +139,32 @@ func Listen(ln net.Listener, opts *Options) net.Listener {
 	if capacity <= 0 {
 		_, capacity, _ = connlimit.FileCapacity()
 	}
-	return screen.Listen(connlimit.Listen(ln, capacity, &stats.limit), opts.headerTimeout(), MaxHeaderBytes, &stats.screen)
+	limited := connlimit.Listen(ln, capacity, &stats.limit)
+	if opts != nil && opts.TLS != nil {
+		return tls.NewListener(limited, tlsConfig(opts.TLS))
+	}
+	return screen.Listen(limited, opts.headerTimeout(), MaxHeaderBytes, &stats.screen)
+}
+
+// tlsConfig returns cfg for serving the bus: a copy that offers HTTP/1.1
+// alone, since the bus's deadlines and long-polls are those of HTTP/1.1
+// connections.
+//
+// A TLS connection is not screened (package screen): its headers arrive
+// encrypted, so the screen could not tell where they end. Go's HTTP server
+// then bounds them alone, with the same limits: the handshake and the
+// headers must be done within the header timeout (it takes the shortest
+// of its timeouts for the handshake), and headers over [MaxHeaderBytes]
+// get 431. What a client stalled in its handshake or its headers costs
+// is the server's own state for that connection, some 16 KiB plus the
+// TLS state, until that timeout closes it.
+func tlsConfig(cfg *tls.Config) *tls.Config {
+	c := cfg.Clone()
+	c.NextProtos = []string{"http/1.1"}
+	if c.MinVersion < tls.VersionTLS12 {
+		c.MinVersion = tls.VersionTLS12
+	}
+	return c
 }
 
 // ConnStats counts what a listener from [Listen] does with connections.

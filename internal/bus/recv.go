@@ -17,10 +17,21 @@ var timeoutBody = []byte(wire.TimeoutAnswer)
 // recv serves GET /recv: the oldest message of a route, waiting for one if
 // the queue is empty. The message stays queued until it is acked, so every
 // poll returns the same head.
+//
+// A signed request must be signed by the route's key; see [Auth].
 func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	q, err := wire.DecodeRecvQuery(r.URL.RawQuery, s.maxWait)
 	if err != nil {
 		return err
+	}
+	if signed {
+		if err := s.guard.signedBy(r, nil, q.Me); err != nil {
+			return err
+		}
 	}
 	allowWait(w, q.Wait, s.requestTimeout)
 	e, ok, err := s.poll(r.Context(), q.Me, q.Wait)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
@@ -205,13 +206,19 @@ func (ro *roster) snapshot() *rosterSnapshot {
 
 // announce serves POST /announce: store the body as the roster entry of
 // its key. The body is neither verified nor interpreted beyond the key;
-// clients verify every roster element and drop forgeries.
+// clients verify every roster element and drop forgeries. A signed request
+// must be signed by the key it announces, and the announcement's own
+// signature must verify ([Auth]).
 func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	body, err := readBody(w, r, wire.MaxAnnounceBytes, s.requestTimeout)
 	if err != nil {
 		return err
 	}
-	a, err := wire.DecodeAnnounce(body)
+	a, err := s.rosterUpdate(r, body, signed, true)
 	if err != nil {
 		return err
 	}
@@ -235,13 +242,18 @@ func (s *Server) announce(w http.ResponseWriter, r *http.Request) error {
 }
 
 // unregister serves POST /unregister: remove one roster entry. Its queue is
-// left alone; messages already sent to it wait for the next session.
+// left alone; messages already sent to it wait for the next session. A
+// signed request must be signed by the key it unregisters ([Auth]).
 func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	body, err := readBody(w, r, wire.MaxBodyBytes, s.requestTimeout)
 	if err != nil {
 		return err
 	}
-	a, err := wire.DecodeAnnounce(body)
+	a, err := s.rosterUpdate(r, body, signed, false)
 	if err != nil {
 		return err
 	}
@@ -258,6 +270,31 @@ func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// rosterUpdate decodes the body of an /announce (announce set) or
+// /unregister request and, for a signed one, checks its signature, its
+// signer and the signer's roster bucket.
+func (s *Server) rosterUpdate(r *http.Request, body []byte, signed, announce bool) (wire.Announce, error) {
+	var signer identity.PublicKey
+	if signed {
+		var err error
+		if signer, err = s.guard.verify(r, body); err != nil {
+			return wire.Announce{}, err
+		}
+	}
+	a, err := wire.DecodeAnnounce(body)
+	if err != nil || !signed {
+		return a, err
+	}
+	own := body
+	if !announce {
+		own = nil
+	}
+	if err := s.guard.announcer(signer, a, own); err != nil {
+		return a, err
+	}
+	return a, s.guard.allowRoster(signer)
+}
+
 // listRoster serves GET /roster: every live announcement as it was sent,
 // with "age_ms" set to the time since it arrived (replacing any age_ms the
 // sender put in), in roster key order.
@@ -268,7 +305,20 @@ func (s *Server) unregister(w http.ResponseWriter, r *http.Request) error {
 // Content-Length, then writes it piece by piece. However many clients list
 // a full roster at once, each costs the bus little more than its
 // connection, never a copy of the roster.
+//
+// A signed request is verified and a bad signature refused, as on every
+// route; an unsigned one takes a token of its address's bucket. The
+// listing is the same either way.
 func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admitOpen(r)
+	if err != nil {
+		return err
+	}
+	if signed {
+		if _, err := s.guard.verify(r, nil); err != nil {
+			return err
+		}
+	}
 	now := s.millis()
 	snap := s.roster.snapshot()
 	n, live := len(wire.RosterOpen)+len(wire.RosterClose), 0

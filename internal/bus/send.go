@@ -13,7 +13,14 @@ import (
 
 // send serves POST /send: wrap the payload in an envelope stamped with the
 // bus clock, append it to the route's queue, and wake the route's polls.
+//
+// A signed request must be signed by the message's sender, and takes a
+// token of that key's send bucket; see [Auth].
 func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
+	signed, err := s.guard.admit(r)
+	if err != nil {
+		return err
+	}
 	limit := s.MaxBody()
 	body, err := readBody(w, r, limit, s.requestTimeout)
 	if err != nil {
@@ -25,6 +32,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 	req, err := wire.DecodeSend(body)
 	if err != nil {
 		return err
+	}
+	if signed {
+		if err := s.guard.signedSend(r, body, req.Payload); err != nil {
+			return err
+		}
 	}
 	ms := s.millis()
 	_, dropped, err := s.st.Enqueue(req.To, wire.Envelope(req.Payload, ms))

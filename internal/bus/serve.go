@@ -34,7 +34,7 @@ func Serve(ln net.Listener, h http.Handler, opts *Options, buses ...*Server) *Se
 	s := &Serving{
 		hs:     NewHTTPServer(h, opts),
 		buses:  buses,
-		url:    "http://" + ln.Addr().String(),
+		url:    scheme(opts) + "://" + ln.Addr().String(),
 		served: make(chan struct{}),
 	}
 	s.hs.ConnState = s.fresh.track
@@ -57,8 +57,17 @@ func Serve(ln net.Listener, h http.Handler, opts *Options, buses ...*Server) *Se
 	return s
 }
 
-// URL is the base URL of the served bus: http:// and the listener's
-// address, with the port the system picked if it was 0.
+// scheme is the URL scheme a bus served with opts answers on.
+func scheme(opts *Options) string {
+	if opts != nil && opts.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// URL is the base URL of the served bus: http:// (https:// with
+// [Options.TLS]) and the listener's address, with the port the system
+// picked if it was 0.
 func (s *Serving) URL() string { return s.url }
 
 // Done is closed when serving has stopped: after Shutdown or Close, or

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"crypto/tls"
 	"errors"
 	"log"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/protocol"
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -73,6 +75,19 @@ type Options struct {
 	// RosterLog, if set, keeps the roster in a log shared with other
 	// buses instead of in this bus alone; see [RosterLog].
 	RosterLog RosterLog
+	// Auth is what the bus does with request signatures; the zero value
+	// is [AuthOptional].
+	Auth Auth
+	// Verifier checks request signatures and remembers their nonces,
+	// unless Auth is [AuthOff]. Nil means one with reqsign's defaults;
+	// give one made with the names and path prefixes of a reverse proxy
+	// in front of the bus ([reqsign.Options]).
+	Verifier *reqsign.Verifier
+	// Limits are the rates of the per-key and per-address limits, which
+	// apply unless Auth is [AuthOff]. Nil means keylimit's presets.
+	Limits *Limits
+	// TLS, if set, makes [Serve] serve HTTPS with it (see [Listen]).
+	TLS *tls.Config
 	// ErrorLog, if set, receives the HTTP server's own errors (a failed
 	// accept, a broken connection). Nil sends them to Logger as
 	// warnings. [NewHTTPServer] uses it.
@@ -111,6 +126,9 @@ type Server struct {
 	limiter       store.ValueLimiter
 	maxBodyHeader atomic.Pointer[maxBodyValue]
 
+	// guard checks signatures and limits; fixed at creation.
+	guard *guard
+
 	// Set by startShared at creation, for stores shared with other
 	// buses; nil otherwise. See shared.go.
 	unwatch func()        // stops the store's watch
@@ -147,6 +165,7 @@ func New(st store.Store, opts *Options) *Server {
 		s.maxWait = MaxRecvTimeout
 	}
 	s.started = s.now()
+	s.guard = newGuard(opts, s.now)
 	s.limiter, _ = st.(store.ValueLimiter)
 	s.startShared(opts)
 	return s
@@ -242,7 +261,15 @@ func (e *methodError) Error() string { return "method not allowed" }
 func fail(w http.ResponseWriter, err error) {
 	status, msg, poll := http.StatusInternalServerError, err.Error(), false
 	me, isMethod := errors.AsType[*methodError](err)
+	_, isAuth := errors.AsType[*authError](err)
+	le, isLimit := errors.AsType[*limitError](err)
 	switch {
+	case isAuth:
+		status = http.StatusUnauthorized
+		w.Header().Set(wire.AuthenticateHeader, wire.AuthScheme)
+	case isLimit:
+		status = http.StatusTooManyRequests
+		w.Header().Set(wire.RetryAfterHeader, wire.RetryAfter(le.wait))
 	case isMethod:
 		status = http.StatusMethodNotAllowed
 		w.Header().Set("Allow", me.allow)

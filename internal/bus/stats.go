@@ -28,6 +28,11 @@ type Stats struct {
 	// refused because the message alone is over a route's byte bound;
 	// both since the Server was made.
 	RefusedFull, RefusedTooLarge uint64
+	// Unauthorized counts requests refused with 401 since the Server was
+	// made, by reason ([AuthReasons]); Limited those refused with 429,
+	// by limit ([LimitNames]).
+	Unauthorized [numReasons]uint64
+	Limited      [numLimits]uint64
 	// Parked is the number of long-polls waiting for a message.
 	Parked int
 	// RosterEntries counts the roster's announcements, expired ones not
@@ -55,6 +60,12 @@ func (s *Server) Stats() Stats {
 		RosterEntries: s.roster.len(),
 	}
 	st.RefusedFull, st.RefusedTooLarge = s.counters.full.Load(), s.counters.tooLarge.Load()
+	for i := range st.Unauthorized {
+		st.Unauthorized[i] = s.guard.unauthorized[i].Load()
+	}
+	for i := range st.Limited {
+		st.Limited[i] = s.guard.limited[i].Load()
+	}
 	if t, ok := s.st.(store.Totaler); ok {
 		tot, err := t.Totals()
 		if err != nil {

@@ -281,8 +281,18 @@ var (
 		[]string{"reason"}, nil)
 )
 
+// The refusals of request signatures and limits.
+var (
+	unauthorizedDesc = prometheus.NewDesc(namespace+"_requests_unauthorized_total",
+		"Requests refused with 401 for their signature: unsigned where the bus requires signatures, malformed, stale, bad_signature, replay, wrong_key (signed by another key than the one they act for), announcement (an announcement whose own signature does not verify).",
+		[]string{"reason"}, nil)
+	limitedDesc = prometheus.NewDesc(namespace+"_requests_limited_total",
+		"Requests refused with 429 and Retry-After: sends and roster_updates of one key over its rate, address for unsigned requests of one address over its rate, nonces for a key holding its whole share of the signature nonces.",
+		[]string{"limit"}, nil)
+)
+
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{storedDesc, deliveredDesc, ackedDesc, droppedDesc, refusedDesc, parkedDesc, rosterDesc, routesDesc, queuedDesc, bytesDesc} {
+	for _, d := range []*prometheus.Desc{storedDesc, deliveredDesc, ackedDesc, droppedDesc, refusedDesc, parkedDesc, rosterDesc, routesDesc, queuedDesc, bytesDesc, unauthorizedDesc, limitedDesc} {
 		ch <- d
 	}
 }
@@ -301,6 +311,12 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(droppedDesc, st.Dropped)
 	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.RefusedFull), "total_bytes")
 	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(st.RefusedTooLarge), "route_bytes")
+	for i, reason := range bus.AuthReasons {
+		ch <- prometheus.MustNewConstMetric(unauthorizedDesc, prometheus.CounterValue, float64(st.Unauthorized[i]), reason)
+	}
+	for i, limit := range bus.LimitNames {
+		ch <- prometheus.MustNewConstMetric(limitedDesc, prometheus.CounterValue, float64(st.Limited[i]), limit)
+	}
 	gauge(parkedDesc, st.Parked)
 	gauge(rosterDesc, st.RosterEntries)
 	if st.Totals {

@@ -218,7 +218,7 @@ func TestPerformanceAsWritten(t *testing.T) {
 	for _, want := range []string{
 		"roundtrip  ops=", "wirefloor  ops=", "boltfloor  ops=", "pipeline   ops=", "agentsend  ops=",
 		"wake       ops=", "fill       ops=", "full       ops=", "VmRSS:",
-		"BenchmarkHandlers", "BenchmarkBoltReopen", "BenchmarkReceive4096", "BenchmarkRetain4000", "BenchmarkReserveQuiet4096",
+		"BenchmarkHandlers", "BenchmarkRoundTrip/tls+signed", "BenchmarkBoltReopen", "BenchmarkReceive4096", "BenchmarkRetain4000", "BenchmarkReserveQuiet4096",
 		"BenchmarkSealedAndPlainToCommit", "BenchmarkOpenMessage/1KiB",
 		`target="two in-process buses, nats store`,
 	} {

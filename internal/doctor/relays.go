@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ const (
 func (r *report) relays(ctx context.Context, cfg Config, own identity.PublicKey, haveKey bool) {
 	urls, err := relay.ParseURLs(cfg.URLs)
 	if err != nil {
-		r.add("relays", "relay URLs", Fail, oneLine(err.Error()), "fix --url / INTERLINK_URL: a comma-separated list of http:// URLs")
+		r.add("relays", "relay URLs", Fail, oneLine(err.Error()), "fix --url / INTERLINK_URL: a comma-separated list of https:// or http:// URLs")
 		return
 	}
 	for _, u := range urls {
@@ -43,6 +44,11 @@ func (r *report) relays(ctx context.Context, cfg Config, own identity.PublicKey,
 func (r *report) relay(ctx context.Context, c *relay.Client) bool {
 	name := "relay " + c.URL()
 	h, err := c.Health(ctx)
+	if te, ok := errors.AsType[*relay.TLSError](err); ok {
+		r.add("relay", name, Fail, te.Sentence,
+			"fix the relay's certificate or the URL's scheme; a private authority's certificate goes in SSL_CERT_FILE or SSL_CERT_DIR")
+		return false
+	}
 	if err != nil {
 		r.add("relay", name, Fail, "no answer: "+oneLine(err.Error()),
 			"start interlink-bus there, or point --url / INTERLINK_URL at a running bus")

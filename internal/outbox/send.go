@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,11 +133,14 @@ func (o *Outbox) takeSenderLock(ctx context.Context) (*flock.Flock, bool) {
 // work sends the pending messages of route, oldest first, until none is
 // left or ctx ends. After a failed attempt it waits RetryEvery (while
 // draining, DrainRetryEvery), or less when a message for the same route
-// is queued meanwhile; messages for other routes do not hurry it.
+// is queued meanwhile; messages for other routes do not hurry it. When a
+// relay asked for a longer wait (Retry-After, with 429 or 507), nothing
+// hurries it: the route is tried again no sooner than that.
 func (o *Outbox) work(ctx context.Context, rt string) {
 	var (
-		lastTry time.Time // of the last failed attempt; zero: try now
-		queued  int       // pending messages of rt at that attempt
+		lastTry time.Time     // of the last failed attempt; zero: try now
+		queued  int           // pending messages of rt at that attempt
+		asked   time.Duration // the wait a relay asked for at that attempt
 	)
 	for ctx.Err() == nil {
 		changed := o.changed()
@@ -144,21 +148,25 @@ func (o *Outbox) work(ctx context.Context, rt string) {
 		if o.draining.Load() {
 			wait = DrainRetryEvery
 		}
+		due := !lastTry.IsZero() && time.Now().Before(lastTry.Add(asked))
+		wait = max(wait, asked)
 		d, err := o.read()
 		if err != nil {
 			o.log.Warn("outbox unreadable; will retry", "route", rt, "err", err)
-			lastTry = time.Now()
+			lastTry, asked = time.Now(), 0
 		} else {
 			head, n := headOf(&d, rt)
 			if head == nil {
 				return
 			}
-			if lastTry.IsZero() || !time.Now().Before(lastTry.Add(wait)) || n > queued {
-				if o.attempt(ctx, head) {
-					lastTry = time.Time{}
+			if lastTry.IsZero() || !time.Now().Before(lastTry.Add(wait)) || (n > queued && !due) {
+				var ok bool
+				if ok, asked = o.attempt(ctx, head); ok {
+					lastTry, asked = time.Time{}, 0
 					continue
 				}
 				lastTry, queued = time.Now(), n
+				wait = max(wait, asked)
 			}
 		}
 		t := time.NewTimer(time.Until(lastTry.Add(wait)))
@@ -188,8 +196,10 @@ func headOf(d *document, rt string) (*stored, int) {
 }
 
 // attempt posts the pending entry s to every relay and records the
-// outcome in the file. It reports whether s left the pending state.
-func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
+// outcome in the file. It reports whether s left the pending state and,
+// when it did not, the longest wait a relay asked for (its Retry-After),
+// or 0.
+func (o *Outbox) attempt(ctx context.Context, s *stored) (bool, time.Duration) {
 	now := o.now()
 	if expired(s, now, o.expireAfter) {
 		o.record(s, func(e *stored, d *document, ms uint64) {
@@ -197,7 +207,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 			finish(d, e, StateExpired, ms)
 		})
 		o.log.Warn("message expired", "msg_id", s.MsgID, "attempts", s.Attempts)
-		return true
+		return true, 0
 	}
 	orig, err := s.message()
 	if err != nil {
@@ -207,14 +217,14 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 			finish(d, e, StateRejected, ms)
 		})
 		o.log.Error("outbox: stored message undecodable; rejected", "msg_id", s.MsgID, "err", err)
-		return true
+		return true, 0
 	}
 	m, resigned := o.resignIfOld(orig, now)
 	payload := []byte(s.raw)
 	if resigned {
 		if payload, err = m.MarshalJSON(); err != nil {
 			o.log.Error("outbox: message not encodable", "msg_id", s.MsgID, "err", err)
-			return false
+			return false, 0
 		}
 	}
 	wirePayload, sealed := payload, false
@@ -227,7 +237,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 				e.Attempts++
 				e.LastError = "not sealed: " + err.Error()
 			})
-			return false
+			return false, 0
 		}
 	}
 	var out relay.Outcome
@@ -236,7 +246,7 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	}
 	if !out.OK() && ctx.Err() != nil {
 		// Stopped mid-attempt: the failures say nothing about the relays.
-		return false
+		return false, 0
 	}
 	var errs []string
 	if len(o.relays) == 0 {
@@ -269,12 +279,21 @@ func (o *Outbox) attempt(ctx context.Context, s *stored) bool {
 	switch {
 	case out.OK():
 		o.log.Info("message accepted", "msg_id", s.MsgID, "relay", strings.Join(out.Accepted, " "), "attempts", attempts, "sealed", sealed)
-		return true
+		return true, 0
 	case out.Refused():
 		o.log.Warn("message rejected", "msg_id", s.MsgID, "reason", reason)
-		return true
+		return true, 0
 	}
-	return false
+	var asked time.Duration
+	for _, f := range out.Failed {
+		if se, ok := errors.AsType[*relay.StatusError](f.Err); ok {
+			asked = max(asked, se.RetryAfter)
+		}
+	}
+	if asked > 0 {
+		o.log.Info("relay asked to wait; the message stays queued", "msg_id", s.MsgID, "wait", asked)
+	}
+	return false, asked
 }
 
 // record applies change to the pending entry that is still the attempted

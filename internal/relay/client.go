@@ -10,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/reqsign"
+	"github.com/interlink-go/interlink/internal/tlsfiles"
 	"github.com/interlink-go/interlink/internal/untrusted"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -109,9 +113,16 @@ type Options struct {
 	// not used with HTTPClient). Nil means a [net.Dialer] that gives up
 	// after 10 s. Load tests set it to count connections.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Logger receives debug events about roster entries that were skipped.
-	// Nil discards them.
+	// Logger receives debug events about roster entries that were
+	// skipped, and the one warning about a relay reached over plain HTTP
+	// across a network. Nil discards them.
 	Logger *slog.Logger
+	// Signer, if set, signs every request to the relay (package reqsign)
+	// with the session's key, so that a relay that checks signatures
+	// lets it read and acknowledge its own routes and counts its sends
+	// against its key. Nil sends unsigned requests, as the original's
+	// agents do.
+	Signer reqsign.Signer
 }
 
 // Client talks to one relay. It is safe for concurrent use.
@@ -120,6 +131,9 @@ type Client struct {
 	hc   *http.Client // short requests
 	poll *http.Client // long-polls; the same as hc when the caller gave one
 	log  *slog.Logger
+	// signer signs every request; nil for unsigned ones. Fixed at
+	// creation.
+	signer reqsign.Signer
 
 	// own lists the transports the Client made, whose idle connections it
 	// closes after a gap; empty when the caller gave the HTTP client.
@@ -141,11 +155,12 @@ func New(baseURL string, opts *Options) *Client {
 		opts = &Options{}
 	}
 	c := &Client{
-		base: strings.TrimRight(baseURL, "/"),
-		hc:   opts.HTTPClient,
-		poll: opts.HTTPClient,
-		log:  opts.Logger,
-		now:  time.Now,
+		base:   strings.TrimRight(baseURL, "/"),
+		hc:     opts.HTTPClient,
+		poll:   opts.HTTPClient,
+		log:    opts.Logger,
+		now:    time.Now,
+		signer: opts.Signer,
 	}
 	if c.hc == nil {
 		dial := opts.DialContext
@@ -160,7 +175,21 @@ func New(baseURL string, opts *Options) *Client {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	if u, err := url.Parse(c.base); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		c.log.Warn("relay reached over plain HTTP across a network: anyone on the way can read the messages and the roster; use an https:// address",
+			"relay", c.base)
+	}
 	return c
+}
+
+// loopbackHost reports whether host names this machine: localhost, or a
+// loopback address.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func defaultHTTPClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*http.Client, *http.Transport) {
@@ -269,8 +298,8 @@ func (c *Client) Announce(ctx context.Context, a identity.Announcement) error {
 	return err
 }
 
-// Unregister removes the roster entry of pubkey's session s. The request is
-// unsigned, as the bus checks no signature on it.
+// Unregister removes the roster entry of pubkey's session s. A relay that
+// checks signatures takes it only signed by pubkey ([Options.Signer]).
 func (c *Client) Unregister(ctx context.Context, pubkey string, s identity.SessionInfo) error {
 	body, err := wire.UnregisterBody(pubkey, s)
 	if err != nil {
@@ -335,18 +364,15 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		c.log.Debug("relay connection was dead; trying a new one", "relay", c.base, "op", op, "err", err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
+		return nil, transportError(op, c.base, err)
 	}
 	defer resp.Body.Close()
 	c.noteMaxBody(resp.Header)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
-		return nil, &StatusError{
-			URL:  req.URL.String(),
-			Op:   op,
-			Code: resp.StatusCode,
-			Body: untrusted.Clean(string(b)),
+		if err := tlsfiles.CheckResponse(resp); err != nil {
+			return nil, &TLSError{Op: op, URL: c.base, Sentence: tlsfiles.Explain(err), Err: err}
 		}
+		return nil, statusError(req, op, resp)
 	}
 	if limit == 0 {
 		_, _ = io.CopyN(io.Discard, resp.Body, smallLimit)
@@ -396,5 +422,33 @@ func (c *Client) newRequest(ctx context.Context, method, path string, body []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.signer != nil {
+		// Every try is signed anew: a relay refuses a nonce it has seen.
+		if err := reqsign.Sign(req, body, c.signer, c.now()); err != nil {
+			return nil, err
+		}
+	}
 	return req, nil
+}
+
+// statusError reads the start of resp's body into a [*StatusError].
+func statusError(req *http.Request, op string, resp *http.Response) *StatusError {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, excerptLimit))
+	se := &StatusError{
+		URL:  req.URL.String(),
+		Op:   op,
+		Code: resp.StatusCode,
+		Body: untrusted.Clean(string(b)),
+	}
+	se.RetryAfter, _ = wire.ParseRetryAfter(resp.Header)
+	return se
+}
+
+// transportError wraps a failed request, as a [*TLSError] when the
+// failure is one of TLS that a person can act on.
+func transportError(op, base string, err error) error {
+	if sentence := tlsfiles.Explain(err); sentence != "" {
+		return &TLSError{Op: op, URL: base, Sentence: sentence, Err: err}
+	}
+	return fmt.Errorf("relay: %s request failed: %w", op, err)
 }

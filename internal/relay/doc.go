@@ -6,13 +6,20 @@
 // announcements whose signatures verify. [ParseURLs] turns the configured
 // relay list into base URLs.
 //
-// # Plain HTTP only
+// # HTTP and HTTPS
 //
-// Relays are reached over plain http:// on loopback or a private network;
-// no TLS client is configured, and ParseURLs refuses every other scheme at
-// startup rather than failing on the first request. The bus authenticates
-// nobody, so nothing secret travels to it: payloads are signed messages and
-// announcements are signed claims.
+// A relay URL is https:// or http://. Over https the certificate is
+// checked against the system's roots, which Go reads from the places the
+// system keeps them and from SSL_CERT_FILE and SSL_CERT_DIR when they are
+// set; a certificate problem becomes a [*TLSError] whose sentence says
+// what is wrong in plain words. Plain http:// is for loopback and for
+// relays the original's agents share; a [Client] for a plain http://
+// relay that is not on loopback logs one warning when it is made.
+//
+// With [Options.Signer] every request is signed (package reqsign), so
+// that a relay that checks signatures lets the session read, acknowledge
+// and unregister its own routes and nobody else. Payloads are signed
+// messages and announcements are signed claims either way.
 //
 // # A relay is not trusted
 //

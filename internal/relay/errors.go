@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Errors returned by this package. Transport failures wrap the error of
@@ -12,7 +13,8 @@ import (
 var (
 	// ErrNoURL means the relay list given to [ParseURLs] holds no URL.
 	ErrNoURL = errors.New("relay: no relay URL given")
-	// ErrBadURL means a relay URL is not a plain http:// URL with a host.
+	// ErrBadURL means a relay URL is not an http:// or https:// URL with
+	// a host.
 	ErrBadURL = errors.New("relay: bad relay URL")
 
 	// ErrTooLarge means a relay sent a response body over the limit for
@@ -32,6 +34,12 @@ type StatusError struct {
 	// control and invisible characters removed. It comes from the relay
 	// and is untrusted.
 	Body string
+	// RetryAfter is how long the relay asked the client to wait before
+	// it tries again (its Retry-After header, at most
+	// wire.MaxRetryAfter), or 0 when it did not say. A relay sends it
+	// with 429, when a key or an address is over its limit, and with
+	// 507, when its queues are full.
+	RetryAfter time.Duration
 }
 
 // Error returns a one-line description holding the numeric status.
@@ -45,6 +53,26 @@ func (e *StatusError) Error() string {
 	}
 	return s
 }
+
+// TLSError reports a request that failed for a reason of TLS a person can
+// act on: a certificate this machine does not trust, one for another
+// name or out of date, or TLS spoken to a relay that speaks plain HTTP
+// and the other way round. Sentence says it in plain words
+// (package tlsfiles).
+type TLSError struct {
+	Op       string // endpoint name, as in [StatusError]
+	URL      string // the relay's base URL
+	Sentence string
+	Err      error
+}
+
+// Error returns one line: the request and the plain sentence.
+func (e *TLSError) Error() string {
+	return fmt.Sprintf("relay: %s %s: %s", e.Op, e.URL, e.Sentence)
+}
+
+// Unwrap returns the error of net/http.
+func (e *TLSError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same request is pointless: the
 // relay refused it with a 4xx status, such as 413 for an oversized body or

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/tlsfiles"
 	"github.com/interlink-go/interlink/internal/untrusted"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -60,10 +61,13 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	h := Health{Sent: time.Now()}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return Health{}, fmt.Errorf("relay: health request failed: %w", err)
+		return Health{}, transportError("health", c.base, err)
 	}
 	defer resp.Body.Close()
 	c.noteMaxBody(resp.Header)
+	if err := tlsfiles.CheckResponse(resp); err != nil {
+		return Health{}, &TLSError{Op: "health", URL: c.base, Sentence: tlsfiles.Explain(err), Err: err}
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, smallLimit))
 	h.Received = time.Now()
 	h.RTT = h.Received.Sub(h.Sent)

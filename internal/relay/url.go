@@ -10,7 +10,8 @@ import (
 // ParseURLs turns the configured relay list into base URLs. Each element of
 // list may itself hold several URLs separated by commas. Items are trimmed,
 // empty items are dropped, trailing slashes are removed, and duplicates are
-// dropped keeping the first. Every URL must use the http scheme, name a host
+// dropped keeping the first. Every URL must use the http or https scheme
+// in any case, name a host
 // and hold no white space or control character; it may carry a path prefix
 // (http://host:port/prefix) but no query, fragment or user information,
 // because request paths are appended to it.
@@ -63,11 +64,11 @@ func checkURL(raw string) error {
 		// the request paths appended to it would carry it to the bus.
 		return fmt.Errorf("%w %q: white space or a control character inside the URL", ErrBadURL, raw)
 	}
-	if u.Scheme != "http" {
-		// TLS is deliberately absent: the bus is meant for loopback or a
-		// private network, and a silent downgrade from https would be
-		// worse than refusing.
-		return fmt.Errorf("%w %q: interlink speaks plain HTTP only; use an http:// URL on loopback or a private network", ErrBadURL, raw)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		// Any other scheme (a typo, ws://, a scheme in capitals) is
+		// refused rather than guessed at: guessing could send requests
+		// in plain text to a relay meant to be reached over TLS.
+		return fmt.Errorf("%w %q: use an https:// URL, or http:// on loopback or a private network", ErrBadURL, raw)
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return fmt.Errorf("%w %q: no host", ErrBadURL, raw)

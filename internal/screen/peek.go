@@ -47,6 +47,10 @@ func awaitHeaders(c net.Conn, maxBytes int) error {
 				lookErr = io.EOF
 				return true
 			}
+			if buf[0] == tlsHandshake {
+				lookErr = errTLSHandshake
+				return true
+			}
 			// The end may straddle what the last look found and what
 			// arrived since.
 			if headersEnd(buf[max(seen-2, 0):n]) {

@@ -22,6 +22,21 @@ const screenBuffer = 512
 // bound.
 var errHeadersTooLarge = errors.New("request headers too large")
 
+// errTLSHandshake says that a connection opened with a TLS handshake:
+// a client that took a plain HTTP port for a TLS one.
+var errTLSHandshake = errors.New("a TLS handshake on a plain HTTP port")
+
+// tlsHandshake is the first byte of a TLS connection, the type of its
+// first record. No HTTP request starts with it.
+const tlsHandshake = 0x16
+
+// tlsAnswer is what a connection that opens with a TLS handshake gets
+// before it is closed: a plain HTTP answer, which the client's TLS layer
+// reports as a server that speaks HTTP rather than TLS, at once instead
+// of at the header deadline.
+const tlsAnswer = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n" +
+	"this port speaks plain HTTP, not TLS; use an http:// address"
+
 // TooLargeBody is the body of net/http's own answer to headers over its
 // limit, 431; the screen answers headers over its bound with it too.
 const TooLargeBody = "431 Request Header Fields Too Large"
@@ -176,17 +191,25 @@ func (s *screen) release(c net.Conn) {
 // closed without an answer, as the HTTP server closes one that times out
 // in its headers. (The server would answer 400 to a client that ends its
 // side in the middle of its headers; such a client gets no answer.) One
-// whose headers are too large gets 431 first.
+// whose headers are too large gets 431 first, and one that opens with a
+// TLS handshake a plain 400 that its client's TLS layer recognises.
 func (s *screen) read(c net.Conn) {
 	err := awaitHeaders(c, s.maxBytes)
 	// No longer awaiting headers either way: released before the hand-over,
 	// so that a request the server answers on c never finds it counted.
 	s.release(c)
-	if errors.Is(err, errHeadersTooLarge) {
+	answer := ""
+	switch {
+	case errors.Is(err, errHeadersTooLarge):
+		answer = tooLargeAnswer
+	case errors.Is(err, errTLSHandshake):
+		answer = tlsAnswer
+	}
+	if answer != "" {
 		// The socket's send buffer is empty, so the write does not
 		// wait; the deadline is only a guard.
 		c.SetWriteDeadline(time.Now().Add(s.timeout))
-		_, _ = io.WriteString(c, tooLargeAnswer)
+		_, _ = io.WriteString(c, answer)
 	}
 	if err != nil {
 		// Closing a socket with unread bytes makes the kernel reset the

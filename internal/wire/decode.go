@@ -275,7 +275,8 @@ func decodeAckSlow(body []byte) (Ack, error) {
 
 // Announce is what the bus takes from a /announce or /unregister body.
 type Announce struct {
-	Key string // pubkey, or pubkey#session_id
+	Key    string // pubkey, or pubkey#session_id
+	PubKey string // the pubkey member alone
 	// Fields is the body without age_ms, encoded compactly with sorted
 	// keys and without the outer braces, ready to be spliced into a
 	// /roster answer ([AppendRosterEntry]).
@@ -291,10 +292,11 @@ func DecodeAnnounce(body []byte) (Announce, error) {
 	if err != nil {
 		return Announce{}, err
 	}
-	key, err := o.str("pubkey", ErrAnnounce)
+	pubkey, err := o.str("pubkey", ErrAnnounce)
 	if err != nil {
 		return Announce{}, err
 	}
+	key := pubkey
 	if raw, ok := o["session"]; ok && raw[0] == '{' {
 		var session object
 		if json.Unmarshal(raw, &session) == nil {
@@ -308,7 +310,7 @@ func DecodeAnnounce(body []byte) (Announce, error) {
 	if err != nil {
 		return Announce{}, fmt.Errorf("%w: %v", ErrAnnounce, err)
 	}
-	return Announce{Key: key, Fields: enc[1 : len(enc)-1]}, nil
+	return Announce{Key: key, PubKey: pubkey, Fields: enc[1 : len(enc)-1]}, nil
 }
 
 // RecvQuery is the query of GET /recv.

@@ -4,6 +4,7 @@
 package bustest
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/store"
 )
 
@@ -56,6 +58,15 @@ type Options struct {
 	// as a NATS store's server limits it with its max_payload: the bus
 	// then takes /send bodies of up to [bus.BodyLimit] of it.
 	MaxValue int64
+	// Auth, Limits and TLS are the bus's request signature mode, its
+	// per-client limits and its TLS configuration ([bus.Options]); with
+	// TLS the URL [Start] returns is https://.
+	Auth   bus.Auth
+	Limits *bus.Limits
+	TLS    *tls.Config
+	// Verifier checks the request signatures; nil means reqsign's
+	// defaults.
+	Verifier *reqsign.Verifier
 }
 
 // limited is a store in memory that takes values of up to max bytes.
@@ -98,6 +109,10 @@ func Start(tb testing.TB, opts *Options) string {
 		RequestTimeout: o.RequestTimeout,
 		MaxConns:       o.MaxConns,
 		Conns:          o.Conns,
+		Auth:           o.Auth,
+		Limits:         o.Limits,
+		TLS:            o.TLS,
+		Verifier:       o.Verifier,
 	}
 	srv := bus.New(st, bo)
 	var h http.Handler = srv
@@ -139,5 +154,8 @@ func Start(tb testing.TB, opts *Options) string {
 		handlers.Wait()
 		_ = st.Close()
 	})
+	if o.TLS != nil {
+		return "https://" + ln.Addr().String()
+	}
 	return "http://" + ln.Addr().String()
 }

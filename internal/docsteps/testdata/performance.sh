@@ -50,6 +50,9 @@ step "An agent's send over a network"
 interlink-bus bench --mode agentsend --latency 10ms --keepalive --with-floor --duration 10s --rounds 5 --duration 300ms --rounds 1
 interlink-bus bench --mode agentsend --latency 10ms --with-floor --duration 10s --rounds 5 --duration 300ms --rounds 1
 
+step "Signed requests and TLS"
+go test -run='^$' -bench='RoundTrip' -benchtime=2s -count=3 ./internal/relay -benchtime=1x -count=1
+
 step "32 senders x 32 receivers, in memory"
 interlink-bus bench --mode pipeline --senders 32 --receivers 32 --duration 5s --with-floor --duration 300ms
 interlink-bus bench --mode pipeline --senders 32 --receivers 32 --duration 5s --with-floor --keepalive --duration 300ms
