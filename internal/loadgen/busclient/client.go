@@ -79,10 +79,26 @@ func TrimSlash(s string) string {
 }
 
 // Send posts payload, a compact JSON value, to route and expects 202.
+//
+// A send that has started runs to its answer even when ctx ends
+// meanwhile (for at most [sendFinish] more), so that a message is either
+// known to be queued or known not to be: a send cut off mid-request could
+// still be queued by the bus after the caller drained the route. ctx only
+// keeps a send from starting.
 func (c *Client) Send(ctx context.Context, route string, payload []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	body := wire.AppendSend(make([]byte, 0, wire.SendBodyLen(route, len(payload))), route, payload)
-	return c.Post(ctx, "/send", body, http.StatusAccepted)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendFinish, cancel) })
+	defer stop()
+	return c.Post(sctx, "/send", body, http.StatusAccepted)
 }
+
+// sendFinish is how long a started send may go on after its context ended.
+const sendFinish = time.Second
 
 // Ack acknowledges the message with ack key key on route and expects 200.
 func (c *Client) Ack(ctx context.Context, route, key string) error {
