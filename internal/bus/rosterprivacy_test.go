@@ -147,34 +147,41 @@ func TestAuthRequiredStatusPageShowsNoDetails(t *testing.T) {
 	}
 }
 
-func TestAuthRequiredRefusesForgedPrivacyExtensions(t *testing.T) {
-	base := bustest.Start(t, &bustest.Options{Auth: bus.AuthRequired})
-	alice, bob, mallory := testutil.Signer(t, 1), testutil.Signer(t, 2), testutil.Signer(t, 6)
-	info := identity.SessionInfo{SessionID: "a1", Cwd: "/secret"}
-	ts := uint64(time.Now().UnixMilli())
-	good := alice.AnnouncePrivate("alice", info, ts, nil, []identity.PublicKey{bob.Public()}, false)
-	other := alice.AnnouncePrivate("alice", info, ts+1, nil, []identity.PublicKey{mallory.Public()}, true)
-	for name, edit := range map[string]func(a *identity.Announcement){
-		"public_sig from another announcement": func(a *identity.Announcement) { a.PublicSig = other.PublicSig },
-		"readers changed":                      func(a *identity.Announcement) { a.Readers = other.Readers },
-		"discoverable turned on":               func(a *identity.Announcement) { a.Discoverable = true },
-		"private_sig from another announcement": func(a *identity.Announcement) {
-			a.PrivateSig = other.PrivateSig
-		},
-		"private_sig missing": func(a *identity.Announcement) { a.PrivateSig = "" },
-	} {
-		t.Run(name, func(t *testing.T) {
-			a := good
-			edit(&a)
-			got := (rawReq{method: "POST", path: "/announce", body: announceBody(t, a), signer: alice}).do(t, base)
-			wantUnauthorized(t, name, got, "privacy extension")
+// A signed announcement whose privacy extension was changed, moved from
+// another announcement or cut short is refused, on a bus that requires
+// signatures as on the default one, and nothing of it is stored.
+func TestSignedAnnouncementsWithForgedPrivacyExtensionsAreRefused(t *testing.T) {
+	for mode, auth := range map[string]bus.Auth{"required": bus.AuthRequired, "optional": bus.AuthOptional} {
+		t.Run(mode, func(t *testing.T) {
+			base := bustest.Start(t, &bustest.Options{Auth: auth})
+			alice, bob, mallory := testutil.Signer(t, 1), testutil.Signer(t, 2), testutil.Signer(t, 6)
+			info := identity.SessionInfo{SessionID: "a1", Cwd: "/secret"}
+			ts := uint64(time.Now().UnixMilli())
+			good := alice.AnnouncePrivate("alice", info, ts, nil, []identity.PublicKey{bob.Public()}, false)
+			other := alice.AnnouncePrivate("alice", info, ts+1, nil, []identity.PublicKey{mallory.Public()}, true)
+			for name, edit := range map[string]func(a *identity.Announcement){
+				"public_sig from another announcement": func(a *identity.Announcement) { a.PublicSig = other.PublicSig },
+				"readers changed":                      func(a *identity.Announcement) { a.Readers = other.Readers },
+				"discoverable turned on":               func(a *identity.Announcement) { a.Discoverable = true },
+				"private_sig from another announcement": func(a *identity.Announcement) {
+					a.PrivateSig = other.PrivateSig
+				},
+				"private_sig missing": func(a *identity.Announcement) { a.PrivateSig = "" },
+			} {
+				t.Run(name, func(t *testing.T) {
+					a := good
+					edit(&a)
+					got := (rawReq{method: "POST", path: "/announce", body: announceBody(t, a), signer: alice}).do(t, base)
+					wantUnauthorized(t, name, got, "privacy extension")
+				})
+			}
+			if raw, _ := rosterOf(t, base, alice); strings.Contains(raw, "/secret") {
+				t.Fatalf("a refused announcement was stored: %s", raw)
+			}
+			if got := (rawReq{method: "POST", path: "/announce", body: announceBody(t, good), signer: alice}).do(t, base); got.code != http.StatusAccepted {
+				t.Fatalf("the unchanged announcement: %d %s", got.code, got.body)
+			}
 		})
-	}
-	if raw, _ := rosterOf(t, base, alice); strings.Contains(raw, "/secret") {
-		t.Fatalf("a refused announcement was stored: %s", raw)
-	}
-	if got := (rawReq{method: "POST", path: "/announce", body: announceBody(t, good), signer: alice}).do(t, base); got.code != http.StatusAccepted {
-		t.Fatalf("the unchanged announcement: %d %s", got.code, got.body)
 	}
 }
 
