@@ -56,6 +56,13 @@ Options:
     --send-budget N/D  at most N messages to one peer within D until the
                        operator's next prompt. Env INTERLINK_SEND_BUDGET;
                        default 30/10m; off for none
+    --discoverable yes|no
+                       whether strangers may see this session on a relay
+                       that requires signed requests: yes shows them its
+                       name, key and route, never its folder, git label or
+                       summary, which only peers see there; no hides it
+                       from everyone but its peers. Env
+                       INTERLINK_DISCOVERABLE; default yes
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     --db PATH          accepted for compatibility and ignored. Env
@@ -77,8 +84,9 @@ func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet(progName)
 	var f sessionFlags
 	f.register(fset)
-	var name, codexBin, logLevel, db string
+	var name, codexBin, logLevel, db, discoverable string
 	fset.StringVar(&name, "name", "", "")
+	fset.StringVar(&discoverable, "discoverable", "", "")
 	fset.StringVar(&codexBin, "codex-bin", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
@@ -100,6 +108,14 @@ func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	cfg := agent.Config{Logger: log, Host: sc.host, KeyPath: sc.keyPath, PeersPath: sc.peersPath, URLs: sc.urls,
 		StateRoot: sc.stateRoot, WakeBudget: sc.wake, SendBudget: sc.send}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
+	value, source = c.setting(discoverable, "--discoverable", "INTERLINK_DISCOVERABLE", "yes")
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "yes", "true", "1":
+	case "no", "false", "0":
+		cfg.Hidden = true
+	default:
+		return c.fail(exitUsage, fmt.Sprintf("%s %q: want yes or no", source, value), helpHint)
+	}
 	if cfg.Host == host.Claude {
 		cfg.Session, err = f.sessionID(c, cfg.Host)
 		if err == nil && cfg.Session == "" {

@@ -57,6 +57,34 @@ type Agent struct {
 	mu      sync.Mutex
 	stop    context.CancelFunc // cancels the workers; nil before Start; guarded by mu
 	stopped bool               // Stop has begun; guarded by mu
+
+	readersMu   sync.Mutex
+	lastReaders []identity.PublicKey // the peers last read; guarded by readersMu
+}
+
+// readers returns the keys of peers.json, the readers of the session's
+// details on relays that serve the roster per requester. It is read anew
+// for each announcement, so a peer added or removed is in the next one
+// (within the announcement interval); while the file cannot be read, the
+// last list read stands.
+func (a *Agent) readers() []identity.PublicKey {
+	a.readersMu.Lock()
+	defer a.readersMu.Unlock()
+	p, err := a.peers.Load()
+	if err != nil {
+		a.log.Warn("peers file unreadable; announcing the readers read before", "err", err)
+		return a.lastReaders
+	}
+	keys := make([]identity.PublicKey, 0, p.Len())
+	for _, e := range p.Entries() {
+		keys = append(keys, e.Key)
+	}
+	if len(keys) > identity.MaxReaders && len(a.lastReaders) <= identity.MaxReaders {
+		a.log.Warn("more peers than an announcement names as readers; the first by petname are named",
+			"peers", len(keys), "named", identity.MaxReaders)
+	}
+	a.lastReaders = keys
+	return keys
 }
 
 // New opens everything the agent needs, in the order of its startup: the
@@ -124,7 +152,7 @@ func New(cfg Config) (*Agent, error) {
 		StateRoot: cfg.StateRoot, Signer: signer, Relays: a.relays, Name: a.name, Cwd: cfg.Cwd,
 		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
 		Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
-		Sealing: a.sealing,
+		Sealing: a.sealing, Readers: a.readers, Discoverable: !cfg.Hidden,
 	})
 	if a.mcp, a.checker, err = a.newServer(); err != nil {
 		return nil, err

@@ -64,6 +64,12 @@ type Config struct {
 	// package budget). The zero Limit is off; interlink-mcp passes
 	// [budget.DefaultWake] and [budget.DefaultSend] unless told otherwise.
 	WakeBudget, SendBudget budget.Limit
+	// Hidden keeps the session from strangers on a relay that requires
+	// signed requests: only the keys in peers.json (and the session's own
+	// key) see it there at all. Otherwise strangers see its name, key and
+	// route, never its working folder, git label or summary. Relays that
+	// serve the roster to anyone see the session as before either way.
+	Hidden bool
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }

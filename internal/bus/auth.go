@@ -290,7 +290,9 @@ func (g *guard) sender(signer identity.PublicKey, payload []byte) error {
 
 // announcer checks a signed /announce or /unregister: the body names
 // signer as its pubkey, and an announcement (body is not nil) carries a
-// signature of its own that verifies.
+// signature of its own that verifies, and a privacy extension, if it has
+// any member of one, that is complete and verifies
+// ([identity.DecodePrivate]).
 func (g *guard) announcer(signer identity.PublicKey, a wire.Announce, body []byte) error {
 	if a.PubKey != signer.String() {
 		return g.refuse(reasonWrongKey, "the request is signed by "+signer.Fingerprint()+
@@ -299,11 +301,14 @@ func (g *guard) announcer(signer identity.PublicKey, a wire.Announce, body []byt
 	if body == nil {
 		return nil
 	}
-	ann, err := identity.DecodeAnnouncement(body)
-	if err != nil {
+	ann, _, _, err := identity.DecodePrivate(body)
+	switch {
+	case errors.Is(err, identity.ErrPrivate):
+		return g.refuse(reasonAnnouncement, "the announcement's privacy extension (readers, discoverable, "+
+			"public_sig, private_sig) is incomplete or does not verify: "+strings.TrimPrefix(err.Error(), "identity: privacy extension: "))
+	case errors.Is(err, identity.ErrDecode):
 		return g.refuse(reasonAnnouncement, "the announcement does not decode: "+err.Error())
-	}
-	if k, err := ann.Verify(); err != nil || k != signer {
+	case err != nil || ann.PubKey != signer.String():
 		return g.refuse(reasonAnnouncement, "the announcement's own signature does not verify")
 	}
 	return nil

@@ -66,6 +66,10 @@ type rosterEntry struct {
 	// view is the entry as the status page shows it, read from fields
 	// the first time the page shows the entry; see statusView.
 	view atomic.Pointer[statusSession]
+	// priv is what a bus that requires signatures serves of the entry to
+	// each requester, derived the first time a listing needs it; see
+	// privacyOf.
+	priv atomic.Pointer[entryPrivacy]
 }
 
 // cost returns the most the entry adds to a /roster response.
@@ -308,21 +312,42 @@ func (s *Server) rosterUpdate(r *http.Request, body []byte, signed, announce boo
 //
 // A signed request is verified and a bad signature refused, as on every
 // route; an unsigned one takes a token of its address's bucket. The
-// listing is the same either way.
+// listing is the same either way, unless the bus requires signatures
+// ([AuthRequired]): then each entry shows its details only to its own key
+// and the readers it names, and to everyone else its public variant if it
+// is discoverable, or nothing (see entryPrivacy).
 func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 	signed, err := s.guard.admitOpen(r)
 	if err != nil {
 		return err
 	}
+	var requester *identity.PublicKey
 	if signed {
-		if _, err := s.guard.verify(r, nil); err != nil {
+		key, err := s.guard.verify(r, nil)
+		if err != nil {
 			return err
 		}
+		requester = &key
 	}
 	now := s.millis()
 	snap := s.roster.snapshot()
+	// With AuthRequired each entry is served as its requester may see it
+	// (entryPrivacy); the choice is made once, here, for both passes.
+	items := snap.items
+	if s.guard.mode == AuthRequired {
+		items = make([]snapItem, 0, len(snap.items))
+		for _, it := range snap.items {
+			if age(it.at, now) >= rosterRetainMs {
+				continue
+			}
+			if f := privacyOf(it.entry).fieldsFor(requester); f != nil {
+				it.fields = f
+				items = append(items, it)
+			}
+		}
+	}
 	n, live := len(wire.RosterOpen)+len(wire.RosterClose), 0
-	for _, it := range snap.items {
+	for _, it := range items {
 		a := age(it.at, now)
 		if a >= rosterRetainMs {
 			continue
@@ -343,7 +368,7 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 	}
 	var scratch [len(`,{"age_ms":,`) + 20]byte
 	first := true
-	for _, it := range snap.items {
+	for _, it := range items {
 		a := age(it.at, now)
 		if a >= rosterRetainMs {
 			continue

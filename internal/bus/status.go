@@ -134,7 +134,13 @@ func (s *Server) renderStatus(now time.Time) ([]byte, error) {
 	live := func(x aged) bool { return time.Duration(x.a)*time.Millisecond < statusLive }
 	items := s.roster.snapshot().items
 	list := make([]aged, 0, len(items))
+	private := s.guard.mode == AuthRequired
 	for _, it := range items {
+		// A bus that requires signatures shows the page, which is open
+		// to all, what it shows an unsigned /roster: public variants.
+		if private && privacyOf(it.entry).public == nil {
+			continue
+		}
 		if a := age(it.at, ms); a < rosterRetainMs {
 			list = append(list, aged{it.entry, a})
 			if live(list[len(list)-1]) {
@@ -149,7 +155,7 @@ func (s *Server) renderStatus(now time.Time) ([]byte, error) {
 	}
 	d.Sessions = make([]statusSession, len(list))
 	for i, x := range list {
-		ss := *statusView(x.e)
+		ss := *statusView(x.e, private)
 		ss.Age = time.Duration(x.a) * time.Millisecond
 		ss.Live = live(x)
 		d.Sessions[i] = ss
@@ -165,11 +171,18 @@ func (s *Server) renderStatus(now time.Time) ([]byte, error) {
 // them, without its age. They are read and cleaned the first time the page
 // lists e, then kept with it: an entry never changes, a refresh makes a
 // new one.
-func statusView(e *rosterEntry) *statusSession {
+//
+// With public set (a bus that requires signatures, which never changes
+// its mode) the view is of the entry's public variant, which must exist.
+func statusView(e *rosterEntry, public bool) *statusSession {
 	if v := e.view.Load(); v != nil {
 		return v
 	}
-	v := statusEntry(e.fields)
+	fields := e.fields
+	if public {
+		fields = privacyOf(e).public
+	}
+	v := statusEntry(fields)
 	e.view.CompareAndSwap(nil, &v)
 	return e.view.Load()
 }

@@ -38,7 +38,15 @@ type Announcement struct {
 	Sig     string      `json:"sig"`
 	Caps    []string    `json:"caps,omitempty"`
 	CapsSig string      `json:"caps_sig,omitempty"`
-	AgeMS   *uint64     `json:"age_ms,omitempty"`
+	// The privacy extension ([Signer.AnnouncePrivate], [DecodePrivate]):
+	// written by the agent, read by relays only. [Announcement.UnmarshalJSON]
+	// does not read it, so a client's decoded announcement never has it.
+	Readers       []string `json:"readers,omitempty"`
+	Discoverable  bool     `json:"discoverable,omitempty"`
+	PublicSig     string   `json:"public_sig,omitempty"`
+	PublicCapsSig string   `json:"public_caps_sig,omitempty"`
+	PrivateSig    string   `json:"private_sig,omitempty"`
+	AgeMS         *uint64  `json:"age_ms,omitempty"`
 }
 
 // CapsDomain starts the bytes the capabilities signature covers:

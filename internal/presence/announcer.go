@@ -44,6 +44,16 @@ type Options struct {
 	// carries, signed ([identity.Signer.AnnounceCaps]); nil announces
 	// without the extension, as the original does.
 	Caps []string
+	// Readers, if set, adds the privacy extension to every announcement
+	// ([identity.Signer.AnnouncePrivate]): it is called before each one
+	// and returns the keys that may read the session's details (its
+	// peers) on a relay that serves the roster per requester. Nil
+	// announces without the extension.
+	Readers func() []identity.PublicKey
+	// Discoverable, with Readers set, lets such a relay show the public
+	// variant of the announcement (name, key and route) to anyone;
+	// otherwise only the readers see the session at all.
+	Discoverable bool
 	// Seal, if set, makes the payload of each goodbye, sealing it to a
 	// recipient that accepts sealed messages (as [outbox.Options.Seal]
 	// does); nil sends goodbyes plain.
@@ -62,7 +72,11 @@ type Announcer struct {
 	now    func() time.Time
 	log    *slog.Logger
 	caps   []string
-	seal   func(m *identity.Message, plain []byte) ([]byte, bool, error)
+	// readers and discoverable are Options.Readers and
+	// Options.Discoverable.
+	readers      func() []identity.PublicKey
+	discoverable bool
+	seal         func(m *identity.Message, plain []byte) ([]byte, bool, error)
 	// kick holds at most one pending request for an early announcement.
 	kick chan struct{}
 
@@ -92,6 +106,8 @@ func New(relays []*relay.Client, signer *identity.Signer, name string, info iden
 		a.log = opts.Logger
 		a.caps = opts.Caps
 		a.seal = opts.Seal
+		a.readers = opts.Readers
+		a.discoverable = opts.Discoverable
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -167,9 +183,14 @@ func (a *Announcer) announce(ctx context.Context) {
 	}
 	info := a.Info()
 	ts := identity.Millis(a.now())
-	ann := a.signer.Announce(a.name, info, ts)
-	if a.caps != nil {
+	var ann identity.Announcement
+	switch {
+	case a.readers != nil:
+		ann = a.signer.AnnouncePrivate(a.name, info, ts, a.caps, a.readers(), a.discoverable)
+	case a.caps != nil:
 		ann = a.signer.AnnounceCaps(a.name, info, ts, a.caps)
+	default:
+		ann = a.signer.Announce(a.name, info, ts)
 	}
 	var wg sync.WaitGroup
 	for _, c := range a.relays {

@@ -91,6 +91,13 @@ type Config struct {
 	// and its outbox and goodbyes seal to those keys. Nil sends and
 	// announces as the original does.
 	Sealing *sealcap.Store
+	// Readers, if set, returns the keys that may read the session's
+	// details on a relay that serves the roster per requester (its
+	// peers); each announcement asks it anew. Discoverable lets such a
+	// relay show everyone else the session's name, key and route. See
+	// [presence.Options].
+	Readers      func() []identity.PublicKey
+	Discoverable bool
 	// Logger receives the log of every part.
 	Logger *slog.Logger
 }
@@ -143,7 +150,8 @@ func Open(id string, cfg Config) (*Session, error) {
 		}
 	}
 	ann := presence.New(cfg.Relays, cfg.Signer, cfg.Name, presence.Describe(id, cfg.Cwd),
-		&presence.Options{Every: cfg.Announce, Now: cfg.Now, Logger: cfg.Logger, Caps: caps, Seal: sealFn})
+		&presence.Options{Every: cfg.Announce, Now: cfg.Now, Logger: cfg.Logger, Caps: caps, Seal: sealFn,
+			Readers: cfg.Readers, Discoverable: cfg.Discoverable})
 	if cfg.Summary != "" {
 		if err := ann.SetSummary(cfg.Summary); err != nil {
 			cfg.Logger.Warn("summary not kept", "err", err)
