@@ -34,7 +34,7 @@ Options:
                        ~/.config/interlink/id.key
     --peers PATH       peer policy; the file must exist. Env INTERLINK_PEERS;
                        default ~/.config/interlink/peers.json
-    --url URL[,URL]    relay base URLs, http:// only; repeat the flag or
+    --url URL[,URL]    relay base URLs, https:// or http://; repeat the flag or
                        separate with commas. Env INTERLINK_URL; default
                        http://127.0.0.1:9440
     --name NAME        name claimed on the roster. Env INTERLINK_NAME;
