@@ -45,3 +45,36 @@ func TestBenchVariantsRefusedOutsideTheInProcessRoundtrip(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchTLSPrintsItBesideThePlain runs the bench with --tls alone and
+// checks that the TLS cycle has its line, without errors, its ratio to the
+// plain roundtrip of the same run, and a header saying its bus serves
+// HTTPS; and that no other variant is measured.
+func TestBenchTLSPrintsItBesideThePlain(t *testing.T) {
+	code, out, errOut := runBench(t, "--tls", "--keepalive", "--duration", "300ms")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %s", code, errOut)
+	}
+	for _, want := range []string{"\nroundtrip  ops=", "\ntls        ops=", "# tls/roundtrip ops/s: ", "tls: HTTPS with a certificate made for the run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, " errors=0 "); n != 2 {
+		t.Errorf("%d of 2 lines report no errors:\n%s", n, out)
+	}
+	for _, other := range []string{"signed", "sealed"} {
+		if strings.Contains(out, other) {
+			t.Errorf("output measures %s, which was not asked for:\n%s", other, out)
+		}
+	}
+}
+
+func TestBenchUsageNamesTheVariantFlags(t *testing.T) {
+	code, out, _ := runBench(t, "--help")
+	for _, flag := range []string{"\n    --tls ", "\n    --signed ", "\n    --sealed "} {
+		if !strings.Contains(out, flag) {
+			t.Errorf("bench --help (exit %d) does not describe %q:\n%s", code, flag, out)
+		}
+	}
+}
