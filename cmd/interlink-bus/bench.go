@@ -78,6 +78,18 @@ Load:
                        and its floors into N rounds of duration/N, run in
                        turns, and add them up, so that both see the same
                        spells of other load on a shared machine (default 1)
+    --tls              roundtrip, in-process memory or bolt bus: also
+                       measure, in each round, the cycle over HTTPS on a
+                       bus of its own, with a certificate made for the run
+                       that the load trusts
+    --signed           ... the cycle on a bus with --auth required, every
+                       request signed: a send by the sender's key, a poll
+                       and an ack by the receiver's
+    --sealed           ... the cycle with every payload a message signed by
+                       the sender, sealed to the receiver's key and opened
+                       on receipt; with more than one of the three, also
+                       all of them together. Each line is followed by its
+                       ratio to the plain roundtrip of the same run
     --fill-routes N    preload N routes ...
     --fill-msgs M      ... with M messages each before measuring
     --conns N          stall: connections stalled of each kind (default 600)
@@ -177,6 +189,9 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.DurationVar(&cfg.Latency, "latency", 0, "")
 	fset.IntVar(&cfg.Rounds, "rounds", 1, "")
 	fset.BoolVar(&cfg.WithFloor, "with-floor", false, "")
+	fset.BoolVar(&cfg.TLS, "tls", false, "")
+	fset.BoolVar(&cfg.Signed, "signed", false, "")
+	fset.BoolVar(&cfg.Sealed, "sealed", false, "")
 	fset.IntVar(&cfg.FillRoutes, "fill-routes", 0, "")
 	fset.IntVar(&cfg.FillMsgs, "fill-msgs", 0, "")
 	fset.IntVar(&cfg.Conns, "conns", 0, "")

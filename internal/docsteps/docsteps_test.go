@@ -220,6 +220,8 @@ func TestPerformanceAsWritten(t *testing.T) {
 		"wake       ops=", "fill       ops=", "full       ops=", "VmRSS:",
 		"BenchmarkHandlers", "BenchmarkRoundTrip/tls+signed", "BenchmarkBoltReopen", "BenchmarkReceive4096", "BenchmarkRetain4000", "BenchmarkReserveQuiet4096",
 		"BenchmarkSealedAndPlainToCommit", "BenchmarkOpenMessage/1KiB",
+		"\nsigned+sealed ops=", "# signed+sealed/roundtrip ops/s: ", "\ntls        ops=", "# tls/roundtrip ops/s: ",
+		"BenchmarkSignedSealedAndPlainToCommit",
 		`target="two in-process buses, nats store`,
 	} {
 		if !strings.Contains(out, want) {

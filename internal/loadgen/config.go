@@ -147,6 +147,14 @@ type Config struct {
 	// mix of quiet and busy spells, which makes their ratio steadier. 0
 	// means 1. Only for roundtrip, pipeline and agentsend.
 	Rounds int
+	// TLS, Signed and Sealed also measure, in each round after the plain
+	// roundtrip, the variants of package variant: over HTTPS, with every
+	// request signed on a bus with --auth required, and with every
+	// payload sealed; each alone and, when more than one is set, all
+	// together. Each runs on an in-process bus of its own with the plain
+	// bus's store settings. Only for roundtrip with an in-process memory
+	// or bolt bus.
+	TLS, Signed, Sealed bool
 
 	// FillRoutes and FillMsgs preload FillRoutes routes with FillMsgs
 	// messages each before the measurement; [ModeFill] does only that.
@@ -228,6 +236,9 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Duration/time.Duration(c.Rounds) < minRound {
 			return bad("rounds of %v are too short: at least %v each", c.Duration/time.Duration(c.Rounds), minRound)
 		}
+	}
+	if (c.TLS || c.Signed || c.Sealed) && (c.Mode != ModeRoundtrip || c.URL != "" || c.Store == StoreNATS) {
+		return bad("--tls, --signed and --sealed apply to mode roundtrip on an in-process memory or bolt bus")
 	}
 	if c.Idle > 0 && c.Mode != ModeWake {
 		return bad("--idle applies to mode wake only")

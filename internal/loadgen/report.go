@@ -49,6 +49,13 @@ func (rep *Report) Write(w io.Writer) error {
 		}
 	}
 	for _, m := range measured {
+		if m.Beside != "" {
+			// A variant: set beside the plain measurement only.
+			if p, ok := find(rep.Results, m.Beside); ok && p.OpsPerSec() > 0 {
+				fmt.Fprintf(&b, "# %s/%s ops/s: %.2f\n", m.Name, p.Name, m.OpsPerSec()/p.OpsPerSec())
+			}
+			continue
+		}
 		for _, name := range []string{"floor", wireFloorName, string(ModeBoltFloor)} {
 			f, ok := floors[name]
 			switch {
@@ -65,6 +72,16 @@ func (rep *Report) Write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// find returns the result named name.
+func find(results []Result, name string) (Result, bool) {
+	for _, r := range results {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Result{}, false
 }
 
 // String formats r as one report line.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/variant"
 )
 
 // recvWait is the timeout_ms of the polls that expect a message at once or
@@ -21,20 +21,21 @@ const recvWait = time.Second
 func (r *run) roundtrip(ctx context.Context) (Result, error) {
 	t := r.meter.tally(string(ModeRoundtrip))
 	before := t.rssBefore(r.target.RSS())
-	res, last, err := r.cycles(ctx, r.client, string(ModeRoundtrip), "rt")
+	res, last, err := r.cycles(ctx, variant.Plain(r.client, r.cfg.Senders), string(ModeRoundtrip), "rt")
 	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	r.drain(last)
 	return res, err
 }
 
-// cycles runs the roundtrip scenario against the server c speaks to, on
+// cycles runs the roundtrip scenario through lanes, one per sender, on
 // routes named kind-N, and reports it as name. It also returns the route
 // each sender used last: where a cycle cut short by the deadline can have
 // left its message.
-func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string) (Result, []string, error) {
+func (r *run) cycles(ctx context.Context, lanes []variant.Lane, name, kind string) (Result, []string, error) {
 	t := r.meter.tally(name)
 	senders, routes := r.cfg.Senders, r.cfg.Routes
 	last := make([]string, senders)
+	c := lanes[0].Send // the lanes share its count of dials
 	dials := c.Dials()
 	elapsed, err := r.meter.phase(ctx, senders, func(ctx context.Context, i int) {
 		for j := 0; ; j++ {
@@ -44,7 +45,7 @@ func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string
 			route := r.names.route(kind, i+(j%((routes-i+senders-1)/senders))*senders)
 			last[i] = route
 			start := time.Now()
-			err := r.cycle(ctx, c, route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
+			err := r.cycle(ctx, &lanes[i], route, "s"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
 			if ctx.Err() != nil {
 				return // cut off by the deadline: not counted either way
 			}
@@ -65,19 +66,28 @@ func (r *run) cycles(ctx context.Context, c *busclient.Client, name, kind string
 	return res, last, err
 }
 
-// cycle sends one message with id to route through c, polls it back and
-// acks it.
-func (r *run) cycle(ctx context.Context, c *busclient.Client, route, id string) error {
-	if err := c.Send(ctx, route, makePayload(id, r.meter.since(), r.cfg.Size)); err != nil {
-		return err
-	}
-	m, err := c.Recv(ctx, route, recvWait)
+// cycle sends one message with id through l to its form of route, polls
+// it back and acks it.
+func (r *run) cycle(ctx context.Context, l *variant.Lane, route, id string) error {
+	route = l.Route(route)
+	p, err := l.Seal(makePayload(id, r.meter.since(), r.cfg.Size))
 	if err != nil {
 		return err
 	}
-	got, _, perr := parsePayload(m.Payload)
-	if err := c.Ack(ctx, route, m.Ack); err != nil {
+	if err := l.Send.Send(ctx, route, p); err != nil {
 		return err
+	}
+	m, err := l.Recv.Recv(ctx, route, recvWait)
+	if err != nil {
+		return err
+	}
+	p, oerr := l.Open(m.Payload)
+	got, _, perr := parsePayload(p)
+	if err := l.Recv.Ack(ctx, route, m.Ack); err != nil {
+		return err
+	}
+	if oerr != nil {
+		return fmt.Errorf("route %s: %v", route, oerr)
 	}
 	if perr != nil || got != id {
 		return fmt.Errorf("route %s: got message %q, want %q", route, got, id)

@@ -60,6 +60,9 @@ type Result struct {
 	RSSBefore, RSSAfter int64
 	// Extra holds mode-specific fields, in print order.
 	Extra []Field
+	// Beside names the result a variant is compared with; empty for
+	// every other result.
+	Beside string
 }
 
 // Field is a named value of a [Result].
@@ -139,6 +142,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 	}
 	r.client = busclient.New(r.url, cfg.KeepAlive, cfg.Senders+cfg.Receivers)
 	defer r.client.Close()
+	defer func() {
+		if serr := r.stopVariants(); serr != nil && err == nil {
+			err = fmt.Errorf("stopping a variant's bus: %v", serr)
+		}
+	}()
+	if err := r.startVariants(rep); err != nil {
+		return nil, err
+	}
 
 	if cfg.Mode == ModeFull {
 		res, ferr := r.full(ctx)
@@ -193,6 +204,14 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		if err != nil {
 			return rep, err
 		}
+		for _, v := range r.variants {
+			if ctx.Err() == nil {
+				res, err = r.variantRound(ctx, v)
+				if keep(res); err != nil {
+					return rep, err
+				}
+			}
+		}
 		if !cfg.WithFloor || ctx.Err() != nil {
 			continue
 		}
@@ -246,4 +265,6 @@ type run struct {
 	target *target.Target
 	url    string // where the load goes: the bus, or the proxy before it
 	client *busclient.Client
+
+	variants []*variantRun // measured beside the roundtrip
 }

@@ -72,6 +72,10 @@ func TestValidate(t *testing.T) {
 		{"stall of an unknown kind", Config{Mode: ModeStall, BusCommand: []string{"b"}, StallKinds: []string{"storm"}}, "unknown stall kind"},
 		{"stall with too many conns", Config{Mode: ModeStall, BusCommand: []string{"b"}, Conns: 1 << 20}, "conns"},
 		{"conns outside stall", Config{Conns: 5}, "mode stall only"},
+		{"variants", Config{TLS: true, Signed: true, Sealed: true, Store: StoreBolt}, ""},
+		{"signed against a url", Config{URL: "http://127.0.0.1:1", Signed: true}, "--signed"},
+		{"sealed in pipeline", Config{Mode: ModePipeline, Sealed: true}, "--sealed"},
+		{"tls on nats", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:1", TLS: true}, "--tls"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
+	"github.com/interlink-go/interlink/internal/loadgen/variant"
 )
 
 // wireFloorName names the result of [run.wireFloor].
@@ -27,6 +28,6 @@ func (r *run) wireFloor(ctx context.Context) (res Result, err error) {
 	defer func() { err = cmp.Or(err, stop()) }()
 	c := busclient.New(base, r.cfg.KeepAlive, r.cfg.Senders)
 	defer c.Close()
-	res, _, err = r.cycles(ctx, c, wireFloorName, "wf")
+	res, _, err = r.cycles(ctx, variant.Plain(c, r.cfg.Senders), wireFloorName, "wf")
 	return res, err
 }

@@ -52,6 +52,8 @@ interlink-bus bench --mode agentsend --latency 10ms --with-floor --duration 10s 
 
 step "Signed requests and TLS"
 go test -run='^$' -bench='RoundTrip' -benchtime=2s -count=3 ./internal/relay -benchtime=1x -count=1
+interlink-bus bench --signed --sealed --keepalive --duration 10s --rounds 5 --duration 300ms --rounds 1
+interlink-bus bench --tls --keepalive --duration 10s --rounds 5 --duration 300ms --rounds 1
 
 step "32 senders x 32 receivers, in memory"
 interlink-bus bench --mode pipeline --senders 32 --receivers 32 --duration 5s --with-floor --duration 300ms
@@ -115,6 +117,9 @@ go test -run='^$' -bench='WaitPendingNotice|NpxTrivialBin' -benchtime=50x ./cmd/
 step "Sealed messages"
 go test -run='^$' -bench=SealedAndPlainToCommit -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
 go test -run='^$' -bench='(SealMessage|OpenMessage|Ed25519Sign|Ed25519Verify)/1KiB' -count=3 ./internal/seal -benchtime=1x -count=1
+
+step "Signed and sealed messages, end to end"
+go test -run='^$' -bench=SignedSealedAndPlainToCommit -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
 
 step "Mailbox at its bound"
 go test -run='^$' -bench=ReserveQuiet4096 -benchtime=2s -count=3 ./internal/mailbox -benchtime=1x -count=1

@@ -6,6 +6,7 @@ package busclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
@@ -38,14 +40,15 @@ type Client struct {
 	hc   *http.Client
 	tr   *http.Transport
 
-	dials atomic.Int64 // TCP connections opened so far; see Dials
+	signer reqsign.Signer // signs every request when set; see As
+	dials  *atomic.Int64  // TCP connections opened so far; see Dials
 }
 
 // New returns a client for the bus at base. With keepAlive false every
 // request uses a new connection; with it true up to conns idle connections
 // are kept for reuse.
 func New(base string, keepAlive bool, conns int) *Client {
-	c := &Client{base: TrimSlash(base)}
+	c := &Client{base: TrimSlash(base), dials: new(atomic.Int64)}
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	c.tr = &http.Transport{
 		// Never through a proxy from the environment: the load goes to
@@ -66,6 +69,28 @@ func New(base string, keepAlive bool, conns int) *Client {
 	}
 	c.hc = &http.Client{Transport: c.tr}
 	return c
+}
+
+// Trust makes the client speak TLS with cfg to a base URL of https://.
+// Call it before the first request.
+func (c *Client) Trust(cfg *tls.Config) { c.tr.TLSClientConfig = cfg }
+
+// As returns a client that shares c's connections and count of dials and
+// signs every request with s (package reqsign), as an agent signs its
+// requests to a bus.
+func (c *Client) As(s reqsign.Signer) *Client {
+	return &Client{base: c.base, hc: c.hc, tr: c.tr, signer: s, dials: c.dials}
+}
+
+// do signs req, whose body is body, when the client has a signer, and
+// sends it.
+func (c *Client) do(req *http.Request, body []byte) (*http.Response, error) {
+	if c.signer != nil {
+		if err := reqsign.Sign(req, body, c.signer, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	return c.hc.Do(req)
 }
 
 // Close drops the client's idle connections.
@@ -120,7 +145,7 @@ func (c *Client) Recv(ctx context.Context, route string, wait time.Duration) (Me
 	if err != nil {
 		return Message{}, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req, nil)
 	if err != nil {
 		return Message{}, err
 	}
@@ -155,7 +180,7 @@ func (c *Client) Post(ctx context.Context, path string, body []byte, want int) e
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(req, body)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func startNATSBuses(cfg Options, logger *slog.Logger) (_ *Target, err error) {
 	if cfg.QueueCap > 0 {
 		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)
 	}
-	return serve(handler, desc, logger, servers, cleanup)
+	return serve(handler, desc, logger, nil, servers, cleanup)
 }
 
 // removeStream removes the run's stream and its roster bucket from the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/busmetrics"
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/bolt"
 )
@@ -51,6 +53,16 @@ type Options struct {
 	ID string
 	// Logger receives the buses' log; nil discards it.
 	Logger *slog.Logger
+
+	// Auth, Verifier and Limits are the request signature mode, the
+	// verifier and the per-client limits of a memory or bolt bus
+	// ([bus.Options]); the zero values are the bus's defaults.
+	Auth     bus.Auth
+	Verifier *reqsign.Verifier
+	Limits   *bus.Limits
+	// TLS, when set, makes a memory or bolt bus serve HTTPS with it; its
+	// URL is then https://.
+	TLS *tls.Config
 }
 
 // Target is the bus a run loads.
@@ -184,23 +196,23 @@ func Start(opts Options) (_ *Target, err error) {
 		return err
 	}
 
-	srv := bus.New(st, &bus.Options{Logger: logger})
+	srv := bus.New(st, &bus.Options{Logger: logger, Auth: opts.Auth, Verifier: opts.Verifier, Limits: opts.Limits})
 	metrics.Limits(busmetrics.Limits{QueueCap: cmp.Or(opts.QueueCap, store.DefaultCap), QueueBytes: route, TotalBytes: total})
 	// Served as interlink-bus serves it, metrics included.
-	return serve(metrics.Handler(srv), desc, logger, []*bus.Server{srv}, cleanup)
+	return serve(metrics.Handler(srv), desc, logger, opts.TLS, []*bus.Server{srv}, cleanup)
 }
 
 // serve serves h, the handler of buses, on a free 127.0.0.1 port as
-// interlink-bus serves it ([bus.Serve]). Stopping the target ends the
+// interlink-bus serves it ([bus.Serve]), over TLS when tlsConf is set. Stopping the target ends the
 // buses' parked polls, shuts serving down, waiting for requests still
 // running until its context ends, then calls cleanup. When serving cannot
 // start, cleanup is called at once.
-func serve(h http.Handler, desc string, logger *slog.Logger, buses []*bus.Server, cleanup func() error) (*Target, error) {
+func serve(h http.Handler, desc string, logger *slog.Logger, tlsConf *tls.Config, buses []*bus.Server, cleanup func() error) (*Target, error) {
 	ln, err := Listen()
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
-	opts := &bus.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	opts := &bus.Options{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug), TLS: tlsConf}
 	serving := bus.Serve(ln, h, opts, buses...)
 	stop := func(ctx context.Context) error {
 		// Requests still running at the deadline have their connections
