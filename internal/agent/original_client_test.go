@@ -1,0 +1,396 @@
+package agent_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/agent/agenttest"
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
+)
+
+// This file holds a client of the original's format written from the
+// wire description alone, without this module's identity, relay or wire
+// packages: its own signing encoding, checked against the published
+// vectors, plain unsigned HTTP bodies, and its own verifier.
+
+// origSigningBytes is the canonical message encoding under the domain
+// "interlink-v2\x00": both raw keys, u64le(ts), then kind, msg_id, text,
+// status, task_id and in_reply_to, each with a u32le length prefix.
+func origSigningBytes(from, to []byte, ts uint64, kind, msgID, text, status, taskID, inReplyTo string) []byte {
+	b := append([]byte("interlink-v2\x00"), from...)
+	b = append(b, to...)
+	b = binary.LittleEndian.AppendUint64(b, ts)
+	for _, s := range []string{kind, msgID, text, status, taskID, inReplyTo} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+var b64 = base64.RawURLEncoding
+
+// origKey is a key pair of the original's client.
+type origKey struct {
+	priv ed25519.PrivateKey
+	pub  string // base64url, no padding
+}
+
+func newOrigKey(seed []byte) origKey {
+	priv := ed25519.NewKeyFromSeed(seed)
+	return origKey{priv: priv, pub: b64.EncodeToString(priv.Public().(ed25519.PublicKey))}
+}
+
+// message returns a signed message as the original posts it: a JSON
+// object (encoding/json writes a map's keys sorted, as the original's
+// generic JSON value does), kind always present, empty optional fields
+// left out, reply_to unsigned.
+func (k origKey) message(tb testing.TB, to string, ts uint64, kind, msgID, text, replyTo string) map[string]any {
+	tb.Helper()
+	toRaw, err := b64.DecodeString(to)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sig := ed25519.Sign(k.priv, origSigningBytes(k.priv.Public().(ed25519.PublicKey), toRaw, ts, kind, msgID, text, "", "", ""))
+	m := map[string]any{"from": k.pub, "to": to, "ts": ts, "kind": kind, "msg_id": msgID, "text": text, "sig": b64.EncodeToString(sig)}
+	if replyTo != "" {
+		m["reply_to"] = replyTo
+	}
+	return m
+}
+
+// smallOrder lists the encodings of points of small order, canonical and
+// not, which the original's strict verification refuses as key or R.
+var smallOrder = func() map[string]bool {
+	m := map[string]bool{}
+	for _, h := range []string{
+		"0100000000000000000000000000000000000000000000000000000000000000",
+		"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"0000000000000000000000000000000000000000000000000000000000000000",
+		"0000000000000000000000000000000000000000000000000000000000000080",
+		"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+		"26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+		"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+		"c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+		"0100000000000000000000000000000000000000000000000000000000000080",
+		"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+		"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+		"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+	} {
+		m[h] = true
+	}
+	return m
+}()
+
+// origVerify checks a payload as the original's receiver does: required
+// fields of the right types, kind and status in their enums, both keys
+// and the signature decoded strictly, the canonical bytes verified under
+// from. It returns the decoded fields.
+func origVerify(payload []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	str := func(k string, required bool) (string, error) {
+		v, ok := m[k]
+		if !ok || v == nil {
+			if required {
+				return "", fmt.Errorf("missing %s", k)
+			}
+			return "", nil
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("%s is not a string", k)
+		}
+		return s, nil
+	}
+	var f [9]string
+	for i, k := range []string{"from", "to", "text", "msg_id", "sig", "kind", "status", "task_id", "in_reply_to"} {
+		s, err := str(k, i < 5)
+		if err != nil {
+			return nil, err
+		}
+		f[i] = s
+	}
+	from, to, text, msgID, sigText, kind, status, taskID, inReplyTo := f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]
+	if _, ok := m["kind"]; !ok {
+		kind = "message"
+	}
+	switch kind {
+	case "message", "pair_request", "pair_accept":
+	default:
+		return nil, fmt.Errorf("kind %q", kind)
+	}
+	switch status {
+	case "", "update", "needs_input", "result", "failed", "canceled":
+	default:
+		return nil, fmt.Errorf("status %q", status)
+	}
+	n, ok := m["ts"].(json.Number)
+	if !ok {
+		return nil, fmt.Errorf("ts is not a number")
+	}
+	ts, err := strconv.ParseUint(n.String(), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("ts: %w", err)
+	}
+	fromRaw, err1 := b64.Strict().DecodeString(from)
+	toRaw, err2 := b64.Strict().DecodeString(to)
+	sig, err3 := b64.Strict().DecodeString(sigText)
+	if err1 != nil || err2 != nil || err3 != nil || len(fromRaw) != 32 || len(toRaw) != 32 || len(sig) != 64 {
+		return nil, fmt.Errorf("bad key or signature encoding")
+	}
+	if smallOrder[hex.EncodeToString(fromRaw)] || smallOrder[hex.EncodeToString(sig[:32])] {
+		return nil, fmt.Errorf("small-order key or R")
+	}
+	if !ed25519.Verify(fromRaw, origSigningBytes(fromRaw, toRaw, ts, kind, msgID, text, status, taskID, inReplyTo), sig) {
+		return nil, fmt.Errorf("signature does not verify")
+	}
+	return m, nil
+}
+
+// The encoder reproduces the published worked examples byte for byte,
+// signatures included, and the verifier takes them and refuses a changed
+// byte.
+func TestOriginalClientEncoderMatchesTheVectors(t *testing.T) {
+	alice := newOrigKey(make([]byte, 32))
+	bobSeed, _ := hex.DecodeString("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")
+	bob := newOrigKey(bobSeed)
+	if alice.pub != "O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik" || bob.pub != "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo" {
+		t.Fatalf("keys %s %s", alice.pub, bob.pub)
+	}
+	a, b := []byte(alice.priv.Public().(ed25519.PublicKey)), []byte(bob.priv.Public().(ed25519.PublicKey))
+	const ts = 1700000000000
+	tests := []struct {
+		name    string
+		signer  origKey
+		bytes   []byte
+		wantHex string
+		wantSig string
+	}{
+		{"A", alice, origSigningBytes(a, b, ts, "message", "m1", "hi", "", "", ""),
+			"696e7465726c696e6b2d7632003b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29d75a98" +
+				"0182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a0068e5cf8b010000070000006d657373616765" +
+				"020000006d31020000006869000000000000000000000000",
+			"QZU9rxq3SyVhWEJhhEwZnCfSbc91ynguPLThpnWZobLxaC4S6eT04dSB-dfVPon8jC_ZIZYJtS3_sN6AtpuBAw"},
+		{"B", alice, origSigningBytes(a, b, ts, "message", "m2", "on it", "update", "t1", "q1"),
+			"696e7465726c696e6b2d7632003b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29d75a98" +
+				"0182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a0068e5cf8b010000070000006d657373616765" +
+				"020000006d32050000006f6e20697406000000757064617465020000007431020000007131",
+			"SBwqH2D3pvJU3Mc6cAlHn4VDGQ25Gbx9OE-WStWKZlChtw-217UFCBP8-PbvkiZh07Ab8ebWIa7ON3pwhlzYDw"},
+		{"C", bob, origSigningBytes(b, a, ts, "pair_accept", "a1", "bob", "", "", "k1"),
+			"696e7465726c696e6b2d763200d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a3b6a27" +
+				"bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da290068e5cf8b0100000b000000706169725f6163" +
+				"6365707402000000613103000000626f620000000000000000020000006b31",
+			"cXdmtAuSxqMkQ-gtdXUNEJNqSQUCOSWu28Vm21WaLGi3fIqVz_e0EBhRTRVVLQxXaKP2ilmdFKf0WOlb-0jwAA"},
+	}
+	for _, tt := range tests {
+		if got := hex.EncodeToString(tt.bytes); got != tt.wantHex {
+			t.Errorf("example %s: bytes\n%s\nwant\n%s", tt.name, got, tt.wantHex)
+		}
+		if got := b64.EncodeToString(ed25519.Sign(tt.signer.priv, tt.bytes)); got != tt.wantSig {
+			t.Errorf("example %s: signature %s, want %s", tt.name, got, tt.wantSig)
+		}
+	}
+	// The wire form of example A, as it reaches Bob through the broker.
+	wireA := `{"from":"O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik","kind":"message","msg_id":"m1","reply_to":"O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik#s1","sig":"QZU9rxq3SyVhWEJhhEwZnCfSbc91ynguPLThpnWZobLxaC4S6eT04dSB-dfVPon8jC_ZIZYJtS3_sN6AtpuBAw","text":"hi","to":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","ts":1700000000000}`
+	got, err := json.Marshal(alice.message(t, bob.pub, ts, "message", "m1", "hi", alice.pub+"#s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != wireA {
+		t.Errorf("wire form of A:\n%s\nwant\n%s", got, wireA)
+	}
+	if _, err := origVerify([]byte(wireA)); err != nil {
+		t.Errorf("verifying A: %v", err)
+	}
+	if _, err := origVerify([]byte(strings.Replace(wireA, `"text":"hi"`, `"text":"ho"`, 1))); err == nil {
+		t.Errorf("a changed text verifies")
+	}
+}
+
+// origClient speaks to a bus as the original's client does: unsigned
+// JSON bodies, /recv with timeout_ms, /ack echoing the key byte for byte.
+type origClient struct {
+	tb   testing.TB
+	base string
+	key  origKey
+	rt   string
+}
+
+func (c *origClient) do(method, target string, body any) (int, []byte) {
+	c.tb.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.tb.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+target, rd)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// send posts a new message to the route to, addressed to the key toKey.
+func (c *origClient) send(to, toKey, msgID, text string) {
+	c.tb.Helper()
+	m := c.key.message(c.tb, toKey, uint64(time.Now().UnixMilli()), "message", msgID, text, c.rt)
+	if code, body := c.do("POST", "/send", map[string]any{"to": to, "payload": m}); code != http.StatusAccepted {
+		c.tb.Fatalf("send: %d %s", code, body)
+	}
+}
+
+// recv long-polls its route once for up to wait and returns the ack key
+// and payload, or "" and nil on a timeout.
+func (c *origClient) recv(rt string, wait time.Duration) (string, json.RawMessage) {
+	c.tb.Helper()
+	code, body := c.do("GET", "/recv?me="+url.QueryEscape(rt)+"&timeout_ms="+strconv.FormatInt(wait.Milliseconds(), 10), nil)
+	var r struct {
+		Status   string `json:"status"`
+		Ack      string `json:"ack"`
+		Envelope struct {
+			Payload json.RawMessage `json:"payload"`
+			TS      uint64          `json:"ts"`
+		} `json:"envelope"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &r) != nil {
+		c.tb.Fatalf("recv %s: %d %s", rt, code, body)
+	}
+	switch r.Status {
+	case "timeout":
+		return "", nil
+	case "message":
+		if !strings.HasPrefix(r.Ack, rt+"\x00") || r.Envelope.TS == 0 {
+			c.tb.Fatalf("recv %s: ack %q, envelope ts %d", rt, r.Ack, r.Envelope.TS)
+		}
+		return r.Ack, r.Envelope.Payload
+	}
+	c.tb.Fatalf("recv %s: status %q", rt, r.Status)
+	return "", nil
+}
+
+// next waits for the next message on the client's route, verifies it,
+// acknowledges it and returns it.
+func (c *origClient) next() map[string]any {
+	c.tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		ack, payload := c.recv(c.rt, 2*time.Second)
+		if payload == nil {
+			continue
+		}
+		m, err := origVerify(payload)
+		if err != nil {
+			c.tb.Fatalf("the payload does not verify under the original's rules: %v\n%s", err, payload)
+		}
+		if code, body := c.do("POST", "/ack", map[string]string{"me": c.rt, "ack": ack}); code != http.StatusOK {
+			c.tb.Fatalf("ack: %d %s", code, body)
+		}
+		return m
+	}
+	c.tb.Fatalf("no message on %s", c.rt)
+	return nil
+}
+
+// A client of the original's format, written from the wire description
+// alone, exchanges messages both ways with this project's agent, on a bus
+// with signatures optional (the default) and on one where they are
+// declared so, while two signed agents exchange on the same bus: the
+// agent sends it the plaintext format, since it announced no sealing,
+// and what it receives verifies under the original's rules; each side's
+// acknowledgement empties its queue; two such clients also talk through
+// the bus to each other.
+func TestOriginalClientInteroperatesOnAnOptionalBus(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts *bustest.Options
+	}{
+		{"default settings", nil},
+		{"--auth optional", &bustest.Options{Auth: bus.AuthOptional}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := bustest.Start(t, tt.opts)
+			orig := &origClient{tb: t, base: base, key: newOrigKey(bytes.Repeat([]byte{0xee}, 32))}
+			orig.rt = orig.key.pub + "#o1"
+
+			alice, bob := agenttest.Pair(t)
+			agenttest.WriteFile(t, alice.PeersPath, fmt.Sprintf(`{"bob":{"key":%q},"orig":{"key":%q}}`, bob.Key(), orig.key.pub))
+			a := agenttest.Start(t, alice, "a1", []string{base}, nil)
+			b := agenttest.Start(t, bob, "b1", []string{base}, nil)
+			agenttest.OnRoster(t, base, alice.Key(), "a1")
+			agenttest.OnRoster(t, base, bob.Key(), "b1")
+
+			// The original's client to the agent.
+			orig.send(a.A.Route().String(), alice.Key(), strings.Repeat("0a", 16), "from the original's format")
+			a.WaitText("receive_messages", nil, "from the original's format")
+			a.WaitDelivered(strings.Repeat("0a", 16))
+
+			// The agent answers to the session the message came from.
+			reply := "answer in the original's format"
+			id := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "orig", "text": reply}))
+			m := orig.next()
+			if m["text"] != reply || m["msg_id"] != id || m["from"] != alice.Key() || m["to"] != orig.key.pub || m["kind"] != "message" {
+				t.Errorf("the original's client received %v", m)
+			}
+			if _, sealed := m["sealed"]; sealed {
+				t.Errorf("a sealed payload went to a client that announced no sealing: %v", m)
+			}
+			if ack, _ := orig.recv(orig.rt, 0); ack != "" {
+				t.Errorf("the acknowledged message is still queued")
+			}
+			a.WaitText("message_status", map[string]any{"msg_id": id}, "[bus_accepted]")
+
+			// The signed agents, alongside.
+			b.OK("send_message", map[string]any{"to": "alice", "session": "a1", "text": "signed between agents"})
+			a.WaitText("receive_messages", nil, "signed between agents")
+			a.OK("send_message", map[string]any{"to": "bob", "session": "b1", "text": "signed back"})
+			b.WaitText("receive_messages", nil, "signed back")
+			// The agents acknowledged everything: their queues are empty to
+			// an unsigned peek, which this bus serves.
+			for _, rt := range []string{a.A.Route().String(), b.A.Route().String()} {
+				agenttest.Eventually(t, rt+" acknowledged", func() bool {
+					ack, _ := orig.recv(rt, 0)
+					return ack == ""
+				})
+			}
+
+			// Two clients of the original's format, through this bus.
+			other := &origClient{tb: t, base: base, key: newOrigKey(bytes.Repeat([]byte{0xef}, 32))}
+			other.rt = other.key.pub + "#o2"
+			other.send(orig.rt, orig.key.pub, strings.Repeat("0b", 16), "between two originals")
+			if m := orig.next(); m["text"] != "between two originals" || m["from"] != other.key.pub {
+				t.Errorf("between two originals: %v", m)
+			}
+		})
+	}
+}
