@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
@@ -362,8 +363,8 @@ func TestOriginalClientInteroperatesOnAnOptionalBus(t *testing.T) {
 			if m["text"] != reply || m["msg_id"] != id || m["from"] != alice.Key() || m["to"] != orig.key.pub || m["kind"] != "message" {
 				t.Errorf("the original's client received %v", m)
 			}
-			if _, sealed := m["sealed"]; sealed {
-				t.Errorf("a sealed payload went to a client that announced no sealing: %v", m)
+			if extra := plainOnly(m); len(extra) != 0 {
+				t.Errorf("a client that announced no sealing received keys outside its format %v: %v", extra, m)
 			}
 			if ack, _ := orig.recv(orig.rt, 0); ack != "" {
 				t.Errorf("the acknowledged message is still queued")
@@ -393,4 +394,237 @@ func TestOriginalClientInteroperatesOnAnOptionalBus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// origAnnounceBytes is the announcement encoding under the domain
+// "interlink-announce-v1\x00": the raw key, the name and the session's
+// id, cwd, git root and summary, each with a u32le length prefix, and
+// u64le(ts) last.
+func origAnnounceBytes(pub []byte, name, sessionID, cwd, gitRoot, summary string, ts uint64) []byte {
+	b := append([]byte("interlink-announce-v1\x00"), pub...)
+	for _, s := range []string{name, sessionID, cwd, gitRoot, summary} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	return binary.LittleEndian.AppendUint64(b, ts)
+}
+
+// announcement returns the original's announcement of one session, as
+// it posts it to /announce: no title, no capabilities.
+func (k origKey) announcement(name, sessionID, cwd string, ts uint64) map[string]any {
+	pub := k.priv.Public().(ed25519.PublicKey)
+	sig := ed25519.Sign(k.priv, origAnnounceBytes(pub, name, sessionID, cwd, "", "", ts))
+	return map[string]any{"pubkey": k.pub, "name": name, "ts": ts, "sig": b64.EncodeToString(sig),
+		"session": map[string]any{"session_id": sessionID, "cwd": cwd, "git_root": "", "summary": ""}}
+}
+
+// origAnnouncement is one roster entry as the original's client reads it.
+type origAnnouncement struct {
+	PubKey  string `json:"pubkey"`
+	Name    string `json:"name"`
+	TS      uint64 `json:"ts"`
+	Sig     string `json:"sig"`
+	Session struct {
+		SessionID string `json:"session_id"`
+		Title     string `json:"title"`
+		Cwd       string `json:"cwd"`
+		GitRoot   string `json:"git_root"`
+		Summary   string `json:"summary"`
+	} `json:"session"`
+}
+
+// verify checks an entry as the original's client does before 0.10.1:
+// the v1 signature under the entry's own key, strictly decoded; title
+// and other extensions are ignored.
+func (a origAnnouncement) verify() error {
+	pub, err1 := b64.Strict().DecodeString(a.PubKey)
+	sig, err2 := b64.Strict().DecodeString(a.Sig)
+	if err1 != nil || err2 != nil || len(pub) != 32 || len(sig) != 64 {
+		return fmt.Errorf("bad key or signature encoding")
+	}
+	if smallOrder[hex.EncodeToString(pub)] || smallOrder[hex.EncodeToString(sig[:32])] {
+		return fmt.Errorf("small-order key or R")
+	}
+	s := a.Session
+	if !ed25519.Verify(pub, origAnnounceBytes(pub, a.Name, s.SessionID, s.Cwd, s.GitRoot, s.Summary, a.TS), sig) {
+		return fmt.Errorf("signature does not verify")
+	}
+	return nil
+}
+
+// announce posts the client's announcement of its session, unsigned.
+func (c *origClient) announce(name string) {
+	c.tb.Helper()
+	_, session, _ := strings.Cut(c.rt, "#")
+	a := c.key.announcement(name, session, "/work/original", uint64(time.Now().UnixMilli()))
+	if code, body := c.do("POST", "/announce", a); code != http.StatusAccepted {
+		c.tb.Fatalf("announce: %d %s", code, body)
+	}
+}
+
+// roster fetches /roster and returns the entries that parse and verify,
+// skipping the others, as the original's client does.
+func (c *origClient) roster() []origAnnouncement {
+	c.tb.Helper()
+	code, body := c.do("GET", "/roster", nil)
+	var doc struct {
+		Roster []json.RawMessage `json:"roster"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &doc) != nil {
+		c.tb.Fatalf("roster: %d %s", code, body)
+	}
+	var out []origAnnouncement
+	for _, raw := range doc.Roster {
+		var a origAnnouncement
+		if json.Unmarshal(raw, &a) != nil || a.verify() != nil {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// post sends a signed message of any kind from the client's session to
+// the route to, addressed to toKey.
+func (c *origClient) post(to, toKey string, ts uint64, kind, msgID, text, inReplyTo string) {
+	c.tb.Helper()
+	toRaw, err := b64.DecodeString(toKey)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	from := c.key.priv.Public().(ed25519.PublicKey)
+	sig := ed25519.Sign(c.key.priv, origSigningBytes(from, toRaw, ts, kind, msgID, text, "", "", inReplyTo))
+	m := map[string]any{"from": c.key.pub, "to": toKey, "ts": ts, "kind": kind, "msg_id": msgID, "text": text,
+		"reply_to": c.rt, "sig": b64.EncodeToString(sig)}
+	if inReplyTo != "" {
+		m["in_reply_to"] = inReplyTo
+	}
+	if code, body := c.do("POST", "/send", map[string]any{"to": to, "payload": m}); code != http.StatusAccepted {
+		c.tb.Fatalf("send %s: %d %s", kind, code, body)
+	}
+}
+
+// origFields are the keys of the original's message format.
+var origFields = map[string]bool{"from": true, "to": true, "text": true, "ts": true, "msg_id": true, "kind": true,
+	"task_id": true, "status": true, "in_reply_to": true, "reply_to": true, "sig": true}
+
+// plainOnly reports the keys of m outside the original's format.
+func plainOnly(m map[string]any) []string {
+	var extra []string
+	for k := range m {
+		if !origFields[k] {
+			extra = append(extra, k)
+		}
+	}
+	return extra
+}
+
+// The announcement encoder reproduces the published example.
+func TestOriginalClientAnnouncementMatchesTheVector(t *testing.T) {
+	alice := newOrigKey(make([]byte, 32))
+	pub := []byte(alice.priv.Public().(ed25519.PublicKey))
+	b := origAnnounceBytes(pub, "alice", "s1", "/w", "w", "", 1700000000000)
+	const wantHex = "696e7465726c696e6b2d616e6e6f756e63652d7631003b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac0" +
+		"48a18b59da2905000000616c696365020000007331020000002f770100000077000000000068e5cf8b010000"
+	if got := hex.EncodeToString(b); got != wantHex {
+		t.Errorf("bytes\n%s\nwant\n%s", got, wantHex)
+	}
+	const wantSig = "XRKjQDACLFESrMrCz77NBJ-wZo3F4wuJ4FSuAdEFzRkmDBPqHb12HPfXdkTx8gSEWzNrLKMAIp_o1tu7nRzxDA"
+	if got := b64.EncodeToString(ed25519.Sign(alice.priv, b)); got != wantSig {
+		t.Errorf("signature %s, want %s", got, wantSig)
+	}
+	a := origAnnouncement{PubKey: alice.pub, Name: "alice", TS: 1700000000000, Sig: wantSig}
+	a.Session.SessionID, a.Session.Cwd, a.Session.GitRoot = "s1", "/w", "w"
+	if err := a.verify(); err != nil {
+		t.Errorf("verifying the example: %v", err)
+	}
+	a.Session.Cwd = "/x"
+	if a.verify() == nil {
+		t.Errorf("a changed cwd verifies")
+	}
+}
+
+// A client of the original's format and this project's agents find each
+// other on the roster and pair in both directions on a bus where
+// signatures are optional: the agent's announcement verifies under the
+// original's rules and the original's shows in discover; the original
+// knocks and the agent's operator accepts, the agent knocks and the
+// original accepts; after each, messages flow. Everything the original
+// receives is the plaintext format, with no key it does not know.
+func TestOriginalClientDiscoversAndPairsWithAnAgentBothWays(t *testing.T) {
+	base := bustest.Start(t, &bustest.Options{Auth: bus.AuthOptional})
+	orig := &origClient{tb: t, base: base, key: newOrigKey(bytes.Repeat([]byte{0xe1}, 32))}
+	orig.rt = orig.key.pub + "#o1"
+	orig.announce("original-client")
+	named := func(name string) *agenttest.Options {
+		return &agenttest.Options{Edit: func(c *agent.Config) { c.Name = name }}
+	}
+	alice, bob := agenttest.NewIdent(t), agenttest.NewIdent(t)
+	a := agenttest.Start(t, alice, "a1", []string{base}, named("alice"))
+	b := agenttest.Start(t, bob, "b1", []string{base}, named("bob"))
+	agenttest.OnRoster(t, base, alice.Key(), "a1")
+	agenttest.OnRoster(t, base, bob.Key(), "b1")
+
+	// Roster, both ways.
+	seen := map[string]string{}
+	for _, e := range orig.roster() {
+		seen[e.PubKey+"#"+e.Session.SessionID] = e.Name
+	}
+	if seen[alice.Key()+"#a1"] != "alice" || seen[bob.Key()+"#b1"] != "bob" || seen[orig.rt] != "original-client" {
+		t.Errorf("the original's client verified these roster entries: %v", seen)
+	}
+	if got := a.OK("discover", map[string]any{"peer": "original-client"}); !strings.Contains(got, orig.key.pub) ||
+		!strings.Contains(got, "o1") || !strings.Contains(got, "/work/original") {
+		t.Errorf("discover original-client = %q", got)
+	}
+
+	// next, with the payload checked to be the plaintext format alone.
+	next := func() map[string]any {
+		t.Helper()
+		m := orig.next()
+		if extra := plainOnly(m); len(extra) != 0 {
+			t.Errorf("the original's client received keys outside its format %v: %v", extra, m)
+		}
+		return m
+	}
+
+	// The original knocks on alice; her operator accepts.
+	reqID := strings.Repeat("1a", 16)
+	orig.post(a.A.Route().String(), alice.Key(), uint64(time.Now().UnixMilli()), "pair_request", reqID, "original-client", "")
+	a.WaitNotice("Pairing request")
+	if got := a.OK("list_pair_requests", nil); !strings.Contains(got, orig.key.pub) {
+		t.Fatalf("alice's pending requests = %q", got)
+	}
+	a.OK("accept_pair", map[string]any{"fingerprint": orig.key.pub})
+	m := next()
+	if m["kind"] != "pair_accept" || m["in_reply_to"] != reqID || m["from"] != alice.Key() || m["text"] != "alice" {
+		t.Fatalf("the original's client received %v, want alice's pair_accept of %s", m, reqID)
+	}
+	if got := a.OK("list_peers", nil); !strings.Contains(got, orig.key.pub) {
+		t.Errorf("alice's peers after accepting = %q", got)
+	}
+	orig.send(a.A.Route().String(), alice.Key(), strings.Repeat("2a", 16), "paired, from the original")
+	a.WaitText("receive_messages", nil, "paired, from the original")
+	a.OK("send_message", map[string]any{"to": "original-client", "text": "paired, from alice"})
+	if m := next(); m["text"] != "paired, from alice" || m["from"] != alice.Key() {
+		t.Errorf("the original's client received %v", m)
+	}
+
+	// Bob knocks on the original; the original accepts.
+	if got := b.OK("request_pair", map[string]any{"target": "original-client"}); requestID(got) == "" {
+		t.Fatalf("request_pair = %q", got)
+	}
+	m = next()
+	if m["kind"] != "pair_request" || m["from"] != bob.Key() || m["text"] != "bob" || m["reply_to"] != bob.Key()+"#b1" {
+		t.Fatalf("the original's client received %v, want bob's knock", m)
+	}
+	orig.post(bob.Key()+"#b1", bob.Key(), uint64(time.Now().UnixMilli()), "pair_accept", strings.Repeat("3a", 16),
+		"original-client", m["msg_id"].(string))
+	b.WaitNotice("Paired with 'original-client'")
+	b.OK("send_message", map[string]any{"to": "original-client", "text": "paired, from bob"})
+	if m := next(); m["text"] != "paired, from bob" || m["from"] != bob.Key() {
+		t.Errorf("the original's client received %v", m)
+	}
+	orig.send(bob.Key()+"#b1", bob.Key(), strings.Repeat("4a", 16), "paired, to bob")
+	b.WaitText("receive_messages", nil, "paired, to bob")
 }
