@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,7 +68,9 @@ func TestAgentsAcrossNetworkNamespaces(t *testing.T) {
 	for i, name := range netnsLinks {
 		ns := newNetns(t)
 		clients = append(clients, ns)
-		bus, peer := fmt.Sprintf("b%d", i), name[:1]+"0"
+		// Names need not be unique on the machine: every link lives in
+		// namespaces of this test alone.
+		bus, peer := "to-"+name, "eth0"
 		if err := inNetns(busNS, func() error { return addVeth(bus, peer, ns) }); err != nil {
 			t.Fatalf("veth %s-%s: %v", bus, peer, err)
 		}
@@ -89,12 +92,10 @@ func TestAgentsAcrossNetworkNamespaces(t *testing.T) {
 		"--tls-cert", certFile, "--tls-key", keyFile)
 	bus.Env = append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+dir)
 	bus.Stdout, bus.Stderr = logs, logs
-	// A process forked by a thread in a namespace starts in it.
-	if err := inNetns(busNS, bus.Start); err != nil {
+	busDone, err := startIn(busNS, bus)
+	if err != nil {
 		t.Fatal(err)
 	}
-	busDone := make(chan struct{})
-	go func() { _ = bus.Wait(); close(busDone) }()
 	t.Cleanup(func() {
 		_ = bus.Process.Kill()
 		<-busDone
@@ -119,15 +120,21 @@ func TestAgentsAcrossNetworkNamespaces(t *testing.T) {
 		return nil
 	})
 
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNetnsChild$", "-test.count=1", "-test.v")
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestNetnsChild$", "-test.count=1", "-test.v",
+		"-test.timeout=90s")
 	child.Env = append(os.Environ(), netnsEnv+"=1", "SSL_CERT_FILE="+ca.WriteCA(t, t.TempDir()), "SSL_CERT_DIR="+dir)
 	child.ExtraFiles = clients
-	out, err := child.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "netns child done") {
+	out := &testutil.LockedBuffer{}
+	child.Stdout, child.Stderr = out, out
+	childDone, err := startIn(nil, child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-childDone; err != nil || !strings.Contains(out.String(), "netns child done") {
 		t.Fatalf("child: %v\n%s\nbus log:\n%s", err, out, logs)
 	}
 	var secrets []string
-	for line := range strings.Lines(string(out)) {
+	for line := range strings.Lines(out.String()) {
 		if _, s, ok := strings.Cut(strings.TrimSpace(line), "secret: "); ok {
 			secrets = append(secrets, s)
 		}
@@ -284,6 +291,39 @@ func TestNetnsChild(t *testing.T) {
 func isStatus(err error, code int) bool {
 	var se *relay.StatusError
 	return errors.As(err, &se) && se.Code == code
+}
+
+// startIn starts cmd from an OS thread in the network namespace ns (the
+// test's own when ns is nil), where cmd then runs. The thread stays until
+// cmd has ended, and cmd is killed if the thread goes first, so a test
+// process that dies takes it along. cmd is also killed when its context
+// ends, and its output is waited for no longer than a few seconds after
+// that. The channel yields cmd's Wait error, then is closed.
+func startIn(ns *os.File, cmd *exec.Cmd) (<-chan error, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = 5 * time.Second
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see inNetns
+		if ns != nil {
+			if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+				started <- fmt.Errorf("setns: %w", err)
+				return
+			}
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+		close(done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return done, nil
 }
 
 // inNetns runs f on an OS thread moved into the network namespace ns.
