@@ -22,10 +22,11 @@ const httpsChildEnv = "INTERLINK_AGENT_HTTPS_CHILD"
 // wireTap is a TCP proxy on loopback that records every byte it forwards
 // both ways, as anyone on the path between an agent and a relay could.
 type wireTap struct {
-	ln   net.Listener
-	mu   sync.Mutex
-	seen bytes.Buffer // guarded by mu
-	wg   sync.WaitGroup
+	ln    net.Listener
+	mu    sync.Mutex
+	seen  bytes.Buffer          // guarded by mu
+	conns map[net.Conn]struct{} // open, both sides; guarded by mu; nil once closed
+	wg    sync.WaitGroup
 }
 
 func startWireTap(tb testing.TB, target string) *wireTap {
@@ -34,7 +35,7 @@ func startWireTap(tb testing.TB, target string) *wireTap {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tp := &wireTap{ln: ln}
+	tp := &wireTap{ln: ln, conns: map[net.Conn]struct{}{}}
 	tp.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -46,14 +47,45 @@ func startWireTap(tb testing.TB, target string) *wireTap {
 				c.Close()
 				continue
 			}
+			if !tp.track(c, up) {
+				return
+			}
 			var pair sync.WaitGroup
 			pair.Go(func() { tp.copy(up, c) })
 			pair.Go(func() { tp.copy(c, up) })
 			tp.wg.Go(func() { pair.Wait(); c.Close(); up.Close() })
 		}
 	})
-	tb.Cleanup(func() { ln.Close(); tp.wg.Wait() })
+	// Idle keep-alive connections of clients in this process would
+	// otherwise hold the cleanup until the server drops them.
+	tb.Cleanup(func() {
+		ln.Close()
+		tp.mu.Lock()
+		for c := range tp.conns {
+			c.Close()
+		}
+		tp.conns = nil
+		tp.mu.Unlock()
+		tp.wg.Wait()
+	})
 	return tp
+}
+
+// track records the two sides of a new connection, or closes them and
+// reports false once the tap is closed.
+func (tp *wireTap) track(cs ...net.Conn) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.conns == nil {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		tp.conns[c] = struct{}{}
+	}
+	return true
 }
 
 func (tp *wireTap) copy(dst, src net.Conn) {
