@@ -549,8 +549,9 @@ func TestOriginalClientAnnouncementMatchesTheVector(t *testing.T) {
 // signatures are optional: the agent's announcement verifies under the
 // original's rules and the original's shows in discover; the original
 // knocks and the agent's operator accepts, the agent knocks and the
-// original accepts; after each, messages flow. Everything the original
-// receives is the plaintext format, with no key it does not know.
+// original accepts; after each, messages flow; the original leaves with
+// its unsigned unregister. Everything the original receives is the
+// plaintext format, with no key it does not know.
 func TestOriginalClientDiscoversAndPairsWithAnAgentBothWays(t *testing.T) {
 	base := bustest.Start(t, &bustest.Options{Auth: bus.AuthOptional})
 	orig := &origClient{tb: t, base: base, key: newOrigKey(bytes.Repeat([]byte{0xe1}, 32))}
@@ -627,4 +628,16 @@ func TestOriginalClientDiscoversAndPairsWithAnAgentBothWays(t *testing.T) {
 	}
 	orig.send(bob.Key()+"#b1", bob.Key(), strings.Repeat("4a", 16), "paired, to bob")
 	b.WaitText("receive_messages", nil, "paired, to bob")
+
+	// The original leaves as it does, with an unsigned unregister.
+	body := map[string]any{"pubkey": orig.key.pub, "session": map[string]any{"session_id": "o1", "cwd": "/work/original",
+		"git_root": "", "summary": ""}}
+	if code, out := orig.do("POST", "/unregister", body); code != http.StatusAccepted {
+		t.Fatalf("unregister: %d %s", code, out)
+	}
+	for _, e := range orig.roster() {
+		if e.PubKey == orig.key.pub {
+			t.Errorf("the original's session is still listed: %+v", e)
+		}
+	}
 }
