@@ -71,6 +71,11 @@ func TestASealedMessageHasNoPlaintextOnAPlainHTTPWireNorInTheQueue(t *testing.T)
 	// Alice learns from bob's announcement that he seals.
 	a.OK("send_message", map[string]any{"to": "bob", "session": "b1", "text": "a first word"})
 	b.WaitText("receive_messages", nil, "a first word")
+	rt := bob.Key() + "#b1"
+	agenttest.Eventually(t, "the first word acknowledged", func() bool {
+		_, ok, err := st.Peek(rt)
+		return err == nil && !ok
+	})
 	b.Stop() // away: what alice sends now waits in the queue
 
 	text, task := "the vault combination is 31-4-15", "task-heron"
@@ -78,7 +83,6 @@ func TestASealedMessageHasNoPlaintextOnAPlainHTTPWireNorInTheQueue(t *testing.T)
 		"task_id": task, "status": "update"}))
 	a.WaitText("message_status", map[string]any{"msg_id": id}, "[bus_accepted]")
 
-	rt := bob.Key() + "#b1"
 	entry, ok, err := st.Peek(rt)
 	if err != nil || !ok {
 		t.Fatalf("bob's queue: %v %v", ok, err)
