@@ -292,3 +292,99 @@ func TestAuthOptionalServesUnsignedAndRefusesBadSignatures(t *testing.T) {
 		t.Errorf("after the ack: %s", got.body)
 	}
 }
+
+// With --auth required, an announcement that is unsigned, forged or
+// signed by a key other than its own, and an ack or unregister whose
+// signature does not cover the body sent, are refused alike for a
+// session that is listed and holds a message and for one that is neither;
+// the listing keeps what its owner announced and the queue its message.
+func TestAuthRequiredRefusalsTellAListedSessionFromNoOther(t *testing.T) {
+	base := bustest.Start(t, &bustest.Options{Auth: bus.AuthRequired})
+	owner, stranger := testutil.Signer(t, 3), testutil.Signer(t, 4)
+	key := owner.Public().String()
+	listed, unlisted := key+"#s1", key+"#s2"
+	now := uint64(time.Now().UnixMilli())
+	announcement := func(session string) identity.Announcement {
+		return owner.Announce("owner", identity.SessionInfo{SessionID: session, Cwd: "/the/real/work"}, now)
+	}
+	if got := (rawReq{method: "POST", path: "/announce", body: announceBody(t, announcement("s1")), signer: owner}).do(t, base); got.code != http.StatusAccepted {
+		t.Fatalf("owner's announcement: %d %s", got.code, got.body)
+	}
+	if got := (rawReq{method: "POST", path: "/send", body: sendBody(t, listed, message(t, stranger, listed, "kept for the owner")), signer: stranger}).do(t, base); got.code != http.StatusAccepted {
+		t.Fatalf("signed send: %d %s", got.code, got.body)
+	}
+	session := func(rt string) string { return strings.SplitN(rt, "#", 2)[1] }
+	unregisterBody := func(rt string) string {
+		return `{"pubkey":"` + key + `","session":{"session_id":"` + session(rt) + `"}}`
+	}
+	// otherBody swaps the body after signing for one that differs in
+	// the first letter of the session: same length, same shape.
+	otherBody := func(body, before string) func(*http.Request) {
+		return func(req *http.Request) {
+			b := strings.Replace(body, before+"s", before+"t", 1)
+			if b == body {
+				t.Fatalf("no %q in %s", before, body)
+			}
+			req.Body, req.ContentLength = io.NopCloser(strings.NewReader(b)), int64(len(b))
+		}
+	}
+	refused := []struct {
+		name   string
+		req    func(rt string) rawReq
+		reason string
+	}{
+		{"unsigned announcement", func(rt string) rawReq {
+			return rawReq{method: "POST", path: "/announce", body: announceBody(t, announcement(session(rt)))}
+		}, "requires signed requests"},
+		{"unsigned forged announcement", func(rt string) rawReq {
+			a := announcement(session(rt))
+			a.Session.Cwd = "/a/trap"
+			return rawReq{method: "POST", path: "/announce", body: announceBody(t, a)}
+		}, "requires signed requests"},
+		{"forged announcement signed by the stranger", func(rt string) rawReq {
+			a := announcement(session(rt))
+			a.Name = "owner, but moved"
+			return rawReq{method: "POST", path: "/announce", body: announceBody(t, a), signer: stranger}
+		}, "not the pubkey"},
+		{"ack whose body is not the one signed", func(rt string) rawReq {
+			body := ackBody(rt, rt+"\x0000000000000000000001")
+			return rawReq{method: "POST", path: "/ack", body: body, signer: owner, tamper: otherBody(body, "#")}
+		}, "does not verify"},
+		{"unregister whose body is not the one signed", func(rt string) rawReq {
+			body := unregisterBody(rt)
+			return rawReq{method: "POST", path: "/unregister", body: body, signer: owner, tamper: otherBody(body, `"session_id":"`)}
+		}, "does not verify"},
+		{"unregister signed by the stranger", func(rt string) rawReq {
+			return rawReq{method: "POST", path: "/unregister", body: unregisterBody(rt), signer: stranger}
+		}, "not the pubkey"},
+		{"unsigned unregister", func(rt string) rawReq {
+			return rawReq{method: "POST", path: "/unregister", body: unregisterBody(rt)}
+		}, "requires signed requests"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tt.req(listed).do(t, base), tt.req(unlisted).do(t, base)
+			wantUnauthorized(t, tt.name, a, tt.reason)
+			if a.code != b.code || digits.ReplaceAllString(a.body, "N") != digits.ReplaceAllString(b.body, "N") {
+				t.Errorf("a listed session answers %d %q, an unlisted one %d %q", a.code, a.body, b.code, b.body)
+			}
+		})
+	}
+
+	roster := (rawReq{method: "GET", path: "/roster"}).do(t, base)
+	for _, s := range []string{`"session_id":"s1"`, "/the/real/work"} {
+		if !strings.Contains(roster.body, s) {
+			t.Errorf("the roster lost %s: %s", s, roster.body)
+		}
+	}
+	for _, s := range []string{`"session_id":"s2"`, "/a/trap", "moved"} {
+		if strings.Contains(roster.body, s) {
+			t.Errorf("the roster took %s: %s", s, roster.body)
+		}
+	}
+	got := (rawReq{method: "GET", path: recvPath(listed), signer: owner}).do(t, base)
+	ans, err := wire.DecodeRecvAnswer([]byte(got.body))
+	if err != nil || ans.Status != "message" || !strings.Contains(string(ans.Payload), "kept for the owner") {
+		t.Errorf("owner's poll after the refusals: %d %s", got.code, got.body)
+	}
+}
