@@ -70,6 +70,9 @@ type Config struct {
 	// route, never its working folder, git label or summary. Relays that
 	// serve the roster to anyone see the session as before either way.
 	Hidden bool
+	// NoReceipts turns end-to-end receipts off: the session neither
+	// announces nor sends nor records them, as the original does.
+	NoReceipts bool
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }
