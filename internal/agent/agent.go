@@ -154,7 +154,7 @@ func New(cfg Config) (*Agent, error) {
 		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
 		Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
 		Sealing: a.sealing, Readers: a.readers, Discoverable: !cfg.Hidden,
-		Receipts: !cfg.NoReceipts, LearnCaps: a.learnCaps,
+		Receipts: !cfg.NoReceipts, LearnCaps: a.learnCaps, ReceiptWindow: t.ReceiptWindow,
 	})
 	if a.mcp, a.checker, err = a.newServer(); err != nil {
 		return nil, err

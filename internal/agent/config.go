@@ -87,8 +87,11 @@ type Timing struct {
 	Notify     time.Duration // notification loop tick, default 1 s
 	LockRetry  time.Duration // notifier lock and state retries, default 2 s
 	QueuePause time.Duration // between codex queue attempts, default 2 s
-	Now        func() time.Time
-	HTTPClient *http.Client // nil means the relay package's default
+	// ReceiptWindow gathers the stages of received messages into one
+	// receipt per sender; zero means e2e.DefaultWindow (200 ms).
+	ReceiptWindow time.Duration
+	Now           func() time.Time
+	HTTPClient    *http.Client // nil means the relay package's default
 }
 
 // withDefaults returns t with every zero field set to its default.

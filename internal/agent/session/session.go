@@ -104,6 +104,9 @@ type Config struct {
 	// signed capabilities of a key nothing is known of.
 	Receipts  bool
 	LearnCaps func(ctx context.Context, key identity.PublicKey)
+	// ReceiptWindow is how long stages are gathered into one receipt;
+	// zero means [e2e.DefaultWindow].
+	ReceiptWindow time.Duration
 	// Readers, if set, returns the keys that may read the session's
 	// details on a relay that serves the roster per requester (its
 	// peers); each announcement asks it anew. Discoverable lets such a
@@ -198,7 +201,7 @@ func Open(id string, cfg Config) (*Session, error) {
 		}
 		s.Receipts = e2e.NewEmitter(e2e.EmitterConfig{
 			Owed: owed, Signer: cfg.Signer, Caps: cfg.Sealing.Receipts, Learn: cfg.LearnCaps,
-			Queue: ob.EnqueueReceipt, Now: cfg.Now, Logger: cfg.Logger,
+			Queue: ob.EnqueueReceipt, Window: cfg.ReceiptWindow, Now: cfg.Now, Logger: cfg.Logger,
 		})
 	}
 	return s, nil
