@@ -129,7 +129,7 @@ func TestOwedFlushBatchesPerSenderAndSendsEachStageOnce(t *testing.T) {
 	note(carol, "m3", Stored, true)
 	note(carol, "unknown", Surfaced, false) // nobody is owed this one
 	var got []Batch
-	n, err := o.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil })
+	n, err := o.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil })
 	if err != nil || n != 2 || len(got) != 2 {
 		t.Fatalf("flush: %d, %v, %+v", n, err, got)
 	}
@@ -139,14 +139,14 @@ func TestOwedFlushBatchesPerSenderAndSendsEachStageOnce(t *testing.T) {
 	if got[1].To != carol || len(got[1].Entries) != 1 || got[1].Entries[0].MsgID != "m3" {
 		t.Errorf("carol's batch = %+v", got[1])
 	}
-	if n, _ := o.Flush(ctx, nil, func(Batch) error { t.Error("sent again"); return nil }); n != 0 {
+	if n, _ := o.Flush(ctx, nil, nil, func(Batch) error { t.Error("sent again"); return nil }); n != 0 {
 		t.Errorf("second flush sent %d", n)
 	}
 	// A stored copy again changes nothing; a later stage is owed again.
 	note(bob, "m1", Stored, true)
 	note(bob, "m2", Acknowledged, false)
 	got = nil
-	if _, err := o.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
+	if _, err := o.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || len(got[0].Entries) != 1 || got[0].Entries[0].MsgID != "m2" || got[0].Entries[0].Stage != Acknowledged {
@@ -166,12 +166,12 @@ func TestOwedStageSurvivesAFailedSendAndAReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("outbox full")
-	if _, err := o.Flush(ctx, nil, func(Batch) error { return boom }); !errors.Is(err, boom) {
+	if _, err := o.Flush(ctx, nil, nil, func(Batch) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("flush error = %v", err)
 	}
 	o2, _ := OpenOwed(root, own, "s1", nil)
 	var got []Batch
-	if _, err := o2.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
+	if _, err := o2.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Entries[0].MsgID != "m1" {
@@ -187,7 +187,7 @@ func TestOwedFlushForgetsSendersThatTakeNoReceipts(t *testing.T) {
 	if _, err := o.Note(ctx, bob, "m1", bob, Stored, true); err != nil {
 		t.Fatal(err)
 	}
-	n, err := o.Flush(ctx, func(string) bool { return false }, func(Batch) error { t.Error("sent"); return nil })
+	n, err := o.Flush(ctx, func(string) bool { return false }, nil, func(Batch) error { t.Error("sent"); return nil })
 	if err != nil || n != 0 {
 		t.Fatalf("flush = %d, %v", n, err)
 	}
@@ -206,7 +206,7 @@ func TestOwedFlushSplitsBatchesAtMaxEntries(t *testing.T) {
 		}
 	}
 	var sizes []int
-	if _, err := o.Flush(ctx, nil, func(b Batch) error { sizes = append(sizes, len(b.Entries)); return nil }); err != nil {
+	if _, err := o.Flush(ctx, nil, nil, func(b Batch) error { sizes = append(sizes, len(b.Entries)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(sizes) != 2 || sizes[0] != MaxEntries || sizes[1] != 1 {
@@ -281,5 +281,64 @@ func TestCorruptFilesAreErrorsAndKept(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(o.Path()); string(b) != "{junk" {
 		t.Errorf("corrupt file overwritten: %q", b)
+	}
+}
+
+// An entry whose stages all went is forgotten once its message left the
+// mailbox's unread records and goneAfter passed, and kept while either
+// does not hold: the file follows the unread messages, not the day's.
+func TestOwedForgetsSentEntriesOfMessagesNoLongerUnread(t *testing.T) {
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	o, err := OpenOwed(t.TempDir(), testutil.Signer(t, 1).Public(), "s1", func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := testutil.Signer(t, 2).Public().String()
+	for _, id := range []string{"read", "unread", "unsent"} {
+		if _, err := o.Note(ctx, bob, id, bob, Stored, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(Batch) error { return nil }
+	if _, err := o.Flush(ctx, nil, nil, send); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Note(ctx, bob, "unsent", bob, Surfaced, false); err != nil {
+		t.Fatal(err)
+	}
+	live := func(_, id string) bool { return id == "unread" }
+	fail := func(Batch) error { return errors.New("outbox down") }
+	// Too recent: nothing is forgotten.
+	_, _ = o.Flush(ctx, nil, live, fail)
+	if _, err := o.Note(ctx, bob, "read", bob, Acknowledged, false); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(goneAfter + time.Second)
+	_, _ = o.Flush(ctx, nil, live, fail)
+	var got []string
+	_, _ = o.Flush(ctx, nil, live, func(b Batch) error {
+		for _, e := range b.Entries {
+			got = append(got, e.MsgID+":"+e.Stage.String())
+		}
+		return nil
+	})
+	// "read" was noted acknowledged before it was forgotten, so it still
+	// goes; "unsent" keeps its unsent stage.
+	want := []string{"read:receiver_acknowledged", "unsent:receiver_surfaced"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("sent %v, want %v", got, want)
+	}
+	// Now "read" went whole and is not unread: forgotten; "unread" stays.
+	now = now.Add(goneAfter + time.Second)
+	_, _ = o.Flush(ctx, nil, live, send)
+	for _, id := range []string{"read", "unread"} {
+		changed, err := o.Note(ctx, bob, id, "", Acknowledged, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed != (id == "unread") {
+			t.Errorf("%s still followed: %v", id, changed)
+		}
 	}
 }

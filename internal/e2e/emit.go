@@ -33,6 +33,10 @@ type EmitterConfig struct {
 	// per key by one emitter, from its Run.
 	Learn func(ctx context.Context, key identity.PublicKey)
 	Queue Queue
+	// Live, if set, returns the messages still unread in the mailbox; the
+	// owed file forgets the others once their stages went (see
+	// [Owed.Flush]).
+	Live func() ([]mailbox.Record, error)
 	// Window is the gathering time; zero means [DefaultWindow].
 	Window time.Duration
 	Now    func() time.Time
@@ -159,7 +163,17 @@ func (e *Emitter) flush(ctx context.Context) {
 	// Keys nothing is known of are looked up first, outside the file's
 	// lock.
 	e.learnUnknown(ctx)
-	n, err := e.cfg.Owed.Flush(ctx, e.takes, func(b Batch) error {
+	var live func(sender, msgID string) bool
+	if e.cfg.Live != nil {
+		if recs, err := e.cfg.Live(); err == nil {
+			unread := make(map[mailbox.Receipt]bool, len(recs))
+			for i := range recs {
+				unread[recs[i].Receipt()] = true
+			}
+			live = func(sender, msgID string) bool { return unread[mailbox.Receipt{Sender: sender, MsgID: msgID}] }
+		}
+	}
+	n, err := e.cfg.Owed.Flush(ctx, e.takes, live, func(b Batch) error {
 		to, err := identity.ParsePublicKey(b.To)
 		if err != nil {
 			return nil // cannot happen: noted from authenticated keys

@@ -23,6 +23,11 @@ const (
 	// forgetAfter is how long an owed entry is kept: a day, the freshness
 	// window of the message it is about, and an hour.
 	forgetAfter = 25 * time.Hour
+	// goneAfter is how long an entry whose every stage was sent is kept
+	// once its message left the mailbox's unread records (acknowledged,
+	// superseded or dropped) without this process noting it: longer than
+	// any step between a mailbox change and the note that follows it.
+	goneAfter = 10 * time.Second
 )
 
 // ErrCorrupt reports a receipts file that does not parse. It is never
@@ -152,11 +157,25 @@ type Batch struct {
 // stages of each batch send accepted as sent. keep, when set, says
 // whether receipts still go to a sender's key; the entries of one it
 // refuses are forgotten unsent. Flush reports how many batches went.
-func (o *Owed) Flush(ctx context.Context, keep func(sender string) bool, send func(b Batch) error) (int, error) {
+//
+// live, when set, says whether a message is still unread in the mailbox;
+// an entry whose every stage was sent and whose message is not is
+// forgotten after goneAfter, so that the file holds about the unread
+// messages, not the day's.
+func (o *Owed) Flush(ctx context.Context, keep func(sender string) bool, live func(sender, msgID string) bool, send func(b Batch) error) (int, error) {
 	sent := 0
 	var sendErr error
 	err := o.update(ctx, func(d *owedDoc) bool {
 		changed := false
+		if live != nil {
+			now := identity.Millis(o.now())
+			gone := uint64(goneAfter.Milliseconds())
+			n := len(d.Owed)
+			d.Owed = slices.DeleteFunc(d.Owed, func(e owedEntry) bool {
+				return e.Want <= e.Sent && e.At+gone < now && !live(e.Sender, e.MsgID)
+			})
+			changed = len(d.Owed) != n
+		}
 		type dest struct{ to, route string }
 		groups := map[dest][]int{}
 		var order []dest

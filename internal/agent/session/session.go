@@ -201,7 +201,7 @@ func Open(id string, cfg Config) (*Session, error) {
 		}
 		s.Receipts = e2e.NewEmitter(e2e.EmitterConfig{
 			Owed: owed, Signer: cfg.Signer, Caps: cfg.Sealing.Receipts, Learn: cfg.LearnCaps,
-			Queue: ob.EnqueueReceipt, Window: cfg.ReceiptWindow, Now: cfg.Now, Logger: cfg.Logger,
+			Queue: ob.EnqueueReceipt, Live: mb.Records, Window: cfg.ReceiptWindow, Now: cfg.Now, Logger: cfg.Logger,
 		})
 	}
 	return s, nil
