@@ -98,7 +98,8 @@ func (mb *Mailbox) Tools() []Tool {
 	return []Tool{
 		Bound(mcp.NewTool("message_status",
 			mcp.WithDescription("Local state of one message, by msg_id. Sent messages: pending, then bus_accepted (a relay took it; "+
-				"whether the receiver read it is unknown), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
+				"whether the receiver read it is unknown unless it sends signed receipts: then the furthest of receiver_stored, "+
+				"receiver_surfaced, receiver_acknowledged it signed), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
 				"host_queued, delivery_failed, receiver_acknowledged. Handing a notice to the host never proves the model read or finished anything."),
 			mcp.WithString("msg_id", mcp.Required(), mcp.Description("The message id.")),
 		), mb.Session, mb.messageStatus),
