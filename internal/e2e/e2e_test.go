@@ -129,7 +129,7 @@ func TestOwedFlushBatchesPerSenderAndSendsEachStageOnce(t *testing.T) {
 	note(carol, "m3", Stored, true)
 	note(carol, "unknown", Surfaced, false) // nobody is owed this one
 	var got []Batch
-	n, err := o.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil })
+	n, err := o.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil })
 	if err != nil || n != 2 || len(got) != 2 {
 		t.Fatalf("flush: %d, %v, %+v", n, err, got)
 	}
@@ -139,14 +139,14 @@ func TestOwedFlushBatchesPerSenderAndSendsEachStageOnce(t *testing.T) {
 	if got[1].To != carol || len(got[1].Entries) != 1 || got[1].Entries[0].MsgID != "m3" {
 		t.Errorf("carol's batch = %+v", got[1])
 	}
-	if n, _ := o.Flush(ctx, nil, nil, func(Batch) error { t.Error("sent again"); return nil }); n != 0 {
+	if n, _ := o.Flush(ctx, nil, func(Batch) error { t.Error("sent again"); return nil }); n != 0 {
 		t.Errorf("second flush sent %d", n)
 	}
 	// A stored copy again changes nothing; a later stage is owed again.
 	note(bob, "m1", Stored, true)
 	note(bob, "m2", Acknowledged, false)
 	got = nil
-	if _, err := o.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
+	if _, err := o.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || len(got[0].Entries) != 1 || got[0].Entries[0].MsgID != "m2" || got[0].Entries[0].Stage != Acknowledged {
@@ -166,12 +166,12 @@ func TestOwedStageSurvivesAFailedSendAndAReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("outbox full")
-	if _, err := o.Flush(ctx, nil, nil, func(Batch) error { return boom }); !errors.Is(err, boom) {
+	if _, err := o.Flush(ctx, nil, func(Batch) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("flush error = %v", err)
 	}
 	o2, _ := OpenOwed(root, own, "s1", nil)
 	var got []Batch
-	if _, err := o2.Flush(ctx, nil, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
+	if _, err := o2.Flush(ctx, nil, func(b Batch) error { got = append(got, b); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Entries[0].MsgID != "m1" {
@@ -187,7 +187,7 @@ func TestOwedFlushForgetsSendersThatTakeNoReceipts(t *testing.T) {
 	if _, err := o.Note(ctx, bob, "m1", bob, Stored, true); err != nil {
 		t.Fatal(err)
 	}
-	n, err := o.Flush(ctx, func(string) bool { return false }, nil, func(Batch) error { t.Error("sent"); return nil })
+	n, err := o.Flush(ctx, &FlushOptions{Keep: func(string) bool { return false }}, func(Batch) error { t.Error("sent"); return nil })
 	if err != nil || n != 0 {
 		t.Fatalf("flush = %d, %v", n, err)
 	}
@@ -206,7 +206,7 @@ func TestOwedFlushSplitsBatchesAtMaxEntries(t *testing.T) {
 		}
 	}
 	var sizes []int
-	if _, err := o.Flush(ctx, nil, nil, func(b Batch) error { sizes = append(sizes, len(b.Entries)); return nil }); err != nil {
+	if _, err := o.Flush(ctx, nil, func(b Batch) error { sizes = append(sizes, len(b.Entries)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(sizes) != 2 || sizes[0] != MaxEntries || sizes[1] != 1 {
@@ -301,7 +301,7 @@ func TestOwedForgetsSentEntriesOfMessagesNoLongerUnread(t *testing.T) {
 		}
 	}
 	send := func(Batch) error { return nil }
-	if _, err := o.Flush(ctx, nil, nil, send); err != nil {
+	if _, err := o.Flush(ctx, nil, send); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Note(ctx, bob, "unsent", bob, Surfaced, false); err != nil {
@@ -310,14 +310,14 @@ func TestOwedForgetsSentEntriesOfMessagesNoLongerUnread(t *testing.T) {
 	live := func(_, id string) bool { return id == "unread" }
 	fail := func(Batch) error { return errors.New("outbox down") }
 	// Too recent: nothing is forgotten.
-	_, _ = o.Flush(ctx, nil, live, fail)
+	_, _ = o.Flush(ctx, &FlushOptions{Live: live}, fail)
 	if _, err := o.Note(ctx, bob, "read", bob, Acknowledged, false); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(goneAfter + time.Second)
-	_, _ = o.Flush(ctx, nil, live, fail)
+	_, _ = o.Flush(ctx, &FlushOptions{Live: live}, fail)
 	var got []string
-	_, _ = o.Flush(ctx, nil, live, func(b Batch) error {
+	_, _ = o.Flush(ctx, &FlushOptions{Live: live}, func(b Batch) error {
 		for _, e := range b.Entries {
 			got = append(got, e.MsgID+":"+e.Stage.String())
 		}
@@ -331,7 +331,7 @@ func TestOwedForgetsSentEntriesOfMessagesNoLongerUnread(t *testing.T) {
 	}
 	// Now "read" went whole and is not unread: forgotten; "unread" stays.
 	now = now.Add(goneAfter + time.Second)
-	_, _ = o.Flush(ctx, nil, live, send)
+	_, _ = o.Flush(ctx, &FlushOptions{Live: live}, send)
 	for _, id := range []string{"read", "unread"} {
 		changed, err := o.Note(ctx, bob, id, "", Acknowledged, false)
 		if err != nil {
@@ -340,5 +340,39 @@ func TestOwedForgetsSentEntriesOfMessagesNoLongerUnread(t *testing.T) {
 		if changed != (id == "unread") {
 			t.Errorf("%s still followed: %v", id, changed)
 		}
+	}
+}
+
+// The stored stage comes from the mailbox's unread records (seeds): each
+// new one is owed once, a stage noted before its seed takes the seed's
+// route, and a stage with no route at all is forgotten.
+func TestOwedTakesStoredStagesFromSeedsAndRoutesFromThem(t *testing.T) {
+	ctx := context.Background()
+	o := newOwed(t)
+	bob := testutil.Signer(t, 2).Public().String()
+	if _, err := o.Note(ctx, bob, "early", "", Surfaced, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Note(ctx, bob, "nowhere", "", Acknowledged, true); err != nil {
+		t.Fatal(err)
+	}
+	seeds := &FlushOptions{Stored: []Seed{{bob, "early", bob + "#b1"}, {bob, "m1", bob + "#b1"}}}
+	var got []string
+	collect := func(b Batch) error {
+		for _, e := range b.Entries {
+			got = append(got, b.Route+" "+e.MsgID+":"+e.Stage.String())
+		}
+		return nil
+	}
+	if _, err := o.Flush(ctx, seeds, collect); err != nil {
+		t.Fatal(err)
+	}
+	want := bob + "#b1 early:receiver_surfaced " + bob + "#b1 m1:receiver_stored"
+	if strings.Join(got, " ") != want {
+		t.Errorf("sent %q, want %q", strings.Join(got, " "), want)
+	}
+	got = nil
+	if _, err := o.Flush(ctx, seeds, collect); err != nil || len(got) != 0 {
+		t.Errorf("the same seeds again sent %v, %v", got, err)
 	}
 }

@@ -52,7 +52,14 @@ type Emitter struct {
 
 	mu      sync.Mutex
 	learned map[identity.PublicKey]bool // keys Learn was called for; guarded by mu
+	// routes holds where receipts about the messages stored lately go,
+	// for a stage noted before a flush saw the message; guarded by mu.
+	routes     map[mailbox.Receipt]string
+	routeOrder []mailbox.Receipt // oldest first; guarded by mu
 }
+
+// maxRoutes bounds Emitter.routes.
+const maxRoutes = 4096
 
 // NewEmitter returns an emitter for cfg.
 func NewEmitter(cfg EmitterConfig) *Emitter {
@@ -65,7 +72,8 @@ func NewEmitter(cfg EmitterConfig) *Emitter {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Emitter{cfg: cfg, kick: make(chan struct{}, 1), learned: map[identity.PublicKey]bool{}}
+	return &Emitter{cfg: cfg, kick: make(chan struct{}, 1), learned: map[identity.PublicKey]bool{},
+		routes: map[mailbox.Receipt]string{}}
 }
 
 // noteTimeout bounds the wait for the owed file's lock.
@@ -78,52 +86,60 @@ func (e *Emitter) wake() {
 	}
 }
 
-// Stored notes that the admitted message of d was committed to the mailbox
-// (again, for a copy the mailbox already had). Only ordinary messages are
-// receipted, and only to a key known to take receipts or not known at all
-// and not looked up yet (Run looks before it sends): a key known not to
-// take them costs nothing.
+// Stored tells the emitter that the admitted message of d was committed
+// to the mailbox. It writes nothing: the mailbox's record is what the
+// next flush notes the stored stage from ([FlushOptions.Stored]), so the
+// stage costs the commit nothing and survives any crash. Only ordinary
+// messages are receipted.
 func (e *Emitter) Stored(d *gate.Decision) {
 	m := &d.Message
 	if m.Kind != "" && m.Kind != identity.KindMessage {
 		return
 	}
-	yes, known, err := e.cfg.Caps(d.Sender)
-	if err != nil || (known && !yes) {
-		return
-	}
-	if !known {
-		e.mu.Lock()
-		looked := e.learned[d.Sender]
-		e.mu.Unlock()
-		if looked {
-			return // looked up once already, and it said nothing
+	rc := mailbox.Receipt{Sender: d.Sender.String(), MsgID: m.MsgID}
+	e.mu.Lock()
+	if _, ok := e.routes[rc]; !ok {
+		e.routes[rc] = routeOf(m)
+		e.routeOrder = append(e.routeOrder, rc)
+		if len(e.routeOrder) > maxRoutes {
+			delete(e.routes, e.routeOrder[0])
+			e.routeOrder = e.routeOrder[1:]
 		}
 	}
-	rt := d.Sender.String()
-	if d.HasReplyTo() {
-		rt = d.ReplyTo.String()
+	e.mu.Unlock()
+	e.wake()
+}
+
+// routeOf returns where receipts about m go: the sender's session when
+// m named one it may be replied on ([gate.UsableReplyTo]), else its bare
+// key.
+func routeOf(m *identity.Message) string {
+	if hint, ok := gate.UsableReplyTo(m); ok {
+		return hint.String()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
-	defer cancel()
-	changed, err := e.cfg.Owed.Note(ctx, d.Sender.String(), m.MsgID, rt, Stored, true)
-	if err != nil {
-		e.cfg.Logger.Warn("receipt stage not noted", "stage", Stored.String(), "msg_id", m.MsgID, "err", err)
-		return
-	}
-	if changed {
-		e.wake()
-	}
+	return m.From
 }
 
 // Reached notes that the received messages named by receipts reached
-// stage. Messages nobody is owed receipts for are left alone.
+// stage, for the senders not known to refuse receipts (the flush finds
+// out for the others before it sends); those known to refuse them cost
+// nothing.
 func (e *Emitter) Reached(stage Stage, receipts []mailbox.Receipt) {
 	ctx, cancel := context.WithTimeout(context.Background(), noteTimeout)
 	defer cancel()
 	woke := false
 	for _, r := range receipts {
-		changed, err := e.cfg.Owed.Note(ctx, r.Sender, r.MsgID, "", stage, false)
+		k, err := identity.ParsePublicKey(r.Sender)
+		if err != nil {
+			continue
+		}
+		if yes, known, err := e.cfg.Caps(k); err != nil || (known && !yes) {
+			continue
+		}
+		e.mu.Lock()
+		rt := e.routes[r]
+		e.mu.Unlock()
+		changed, err := e.cfg.Owed.Note(ctx, r.Sender, r.MsgID, rt, stage, true)
 		if err != nil {
 			e.cfg.Logger.Warn("receipt stage not noted", "stage", stage.String(), "msg_id", r.MsgID, "err", err)
 			continue
@@ -160,20 +176,28 @@ func (e *Emitter) Run(ctx context.Context) {
 func (e *Emitter) Flush(ctx context.Context) { e.flush(ctx) }
 
 func (e *Emitter) flush(ctx context.Context) {
-	// Keys nothing is known of are looked up first, outside the file's
-	// lock.
-	e.learnUnknown(ctx)
-	var live func(sender, msgID string) bool
+	var opts FlushOptions
+	opts.Keep = func(sender string) bool { return e.takes(ctx, sender) }
 	if e.cfg.Live != nil {
-		if recs, err := e.cfg.Live(); err == nil {
-			unread := make(map[mailbox.Receipt]bool, len(recs))
-			for i := range recs {
-				unread[recs[i].Receipt()] = true
-			}
-			live = func(sender, msgID string) bool { return unread[mailbox.Receipt{Sender: sender, MsgID: msgID}] }
+		recs, err := e.cfg.Live()
+		if err != nil {
+			e.cfg.Logger.Warn("mailbox unreadable; receipts wait", "err", err)
+			return
 		}
+		unread := make(map[mailbox.Receipt]bool, len(recs))
+		for i := range recs {
+			r := &recs[i]
+			if !r.Unread() {
+				continue
+			}
+			unread[r.Receipt()] = true
+			if sd, ok := e.seed(ctx, r); ok {
+				opts.Stored = append(opts.Stored, sd)
+			}
+		}
+		opts.Live = func(sender, msgID string) bool { return unread[mailbox.Receipt{Sender: sender, MsgID: msgID}] }
 	}
-	n, err := e.cfg.Owed.Flush(ctx, e.takes, live, func(b Batch) error {
+	n, err := e.cfg.Owed.Flush(ctx, &opts, func(b Batch) error {
 		to, err := identity.ParsePublicKey(b.To)
 		if err != nil {
 			return nil // cannot happen: noted from authenticated keys
@@ -193,40 +217,32 @@ func (e *Emitter) flush(ctx context.Context) {
 	}
 }
 
-// takes reports whether receipts go to sender.
-func (e *Emitter) takes(sender string) bool {
+// seed returns the seed of the unread record r when its sender takes
+// receipts.
+func (e *Emitter) seed(ctx context.Context, r *mailbox.Record) (Seed, bool) {
+	if !e.takes(ctx, r.Message.From) {
+		return Seed{}, false
+	}
+	return Seed{Sender: r.Message.From, MsgID: r.Message.MsgID, Route: routeOf(&r.Message)}, true
+}
+
+// takes reports whether receipts go to sender. A key nothing is known of
+// is looked up once per emitter (Learn).
+func (e *Emitter) takes(ctx context.Context, sender string) bool {
 	k, err := identity.ParsePublicKey(sender)
 	if err != nil {
 		return false
 	}
-	yes, _, err := e.cfg.Caps(k)
-	return err == nil && yes
-}
-
-// learnUnknown calls Learn for each key of the owed file nothing is known
-// of, once per key.
-func (e *Emitter) learnUnknown(ctx context.Context) {
-	if e.cfg.Learn == nil {
-		return
-	}
-	senders, err := e.cfg.Owed.Senders()
-	if err != nil {
-		return
-	}
-	for _, s := range senders {
-		k, err := identity.ParsePublicKey(s)
-		if err != nil {
-			continue
-		}
-		if _, known, err := e.cfg.Caps(k); err != nil || known {
-			continue
-		}
+	yes, known, err := e.cfg.Caps(k)
+	if err == nil && !known && e.cfg.Learn != nil {
 		e.mu.Lock()
 		done := e.learned[k]
 		e.learned[k] = true
 		e.mu.Unlock()
 		if !done {
 			e.cfg.Learn(ctx, k)
+			yes, _, err = e.cfg.Caps(k)
 		}
 	}
+	return err == nil && yes
 }

@@ -126,6 +126,9 @@ func (o *Owed) Note(ctx context.Context, sender, msgID, route string, stage Stag
 		for i := range d.Owed {
 			e := &d.Owed[i]
 			if e.Sender == sender && e.MsgID == msgID {
+				if e.Route == "" && route != "" {
+					e.Route, changed = route, true
+				}
 				if stage > e.Want {
 					e.Want, e.WantTS, changed = stage, now, true
 				}
@@ -152,29 +155,70 @@ type Batch struct {
 	Entries []Entry
 }
 
+// Seed names a message the mailbox holds, and where receipts about it go.
+type Seed struct {
+	Sender, MsgID, Route string
+}
+
+// FlushOptions are what [Owed.Flush] learns from the mailbox and the
+// capabilities file. Every field may be nil.
+type FlushOptions struct {
+	// Stored are the messages the mailbox holds unread, from senders that
+	// take receipts: each one the file does not follow yet is owed its
+	// stored stage. This is how the stored stage is noted, so it costs
+	// no write of its own per message and survives any crash: the mailbox
+	// is its record.
+	Stored []Seed
+	// Keep says whether receipts still go to a sender's key; the entries
+	// of one it refuses are forgotten unsent.
+	Keep func(sender string) bool
+	// Live says whether a message is still unread in the mailbox; an
+	// entry whose every stage was sent and whose message is not is
+	// forgotten after goneAfter, so that the file holds about the unread
+	// messages, not the day's.
+	Live func(sender, msgID string) bool
+}
+
 // Flush hands every owed stage not yet sent to send, one [Batch] per
 // sender and route of at most [MaxEntries] entries, and records the
-// stages of each batch send accepted as sent. keep, when set, says
-// whether receipts still go to a sender's key; the entries of one it
-// refuses are forgotten unsent. Flush reports how many batches went.
-//
-// live, when set, says whether a message is still unread in the mailbox;
-// an entry whose every stage was sent and whose message is not is
-// forgotten after goneAfter, so that the file holds about the unread
-// messages, not the day's.
-func (o *Owed) Flush(ctx context.Context, keep func(sender string) bool, live func(sender, msgID string) bool, send func(b Batch) error) (int, error) {
+// stages of each batch send accepted as sent. An entry without a route
+// (noted by [Owed.Note] before its stored stage) takes its seed's; one
+// that still has none is forgotten, for there is nowhere to send it.
+// Flush reports how many batches went.
+func (o *Owed) Flush(ctx context.Context, opts *FlushOptions, send func(b Batch) error) (int, error) {
+	var fo FlushOptions
+	if opts != nil {
+		fo = *opts
+	}
 	sent := 0
 	var sendErr error
 	err := o.update(ctx, func(d *owedDoc) bool {
 		changed := false
-		if live != nil {
-			now := identity.Millis(o.now())
+		now := identity.Millis(o.now())
+		if len(fo.Stored) > 0 {
+			at := make(map[[2]string]int, len(d.Owed))
+			for i, e := range d.Owed {
+				at[[2]string{e.Sender, e.MsgID}] = i
+			}
+			for _, sd := range fo.Stored {
+				i, ok := at[[2]string{sd.Sender, sd.MsgID}]
+				switch {
+				case !ok:
+					d.Owed = append(d.Owed, owedEntry{Sender: sd.Sender, MsgID: sd.MsgID, Route: sd.Route, Want: Stored, WantTS: now, At: now})
+					changed = true
+				case d.Owed[i].Route == "":
+					d.Owed[i].Route = sd.Route
+					changed = true
+				}
+			}
+		}
+		if fo.Live != nil {
 			gone := uint64(goneAfter.Milliseconds())
 			n := len(d.Owed)
 			d.Owed = slices.DeleteFunc(d.Owed, func(e owedEntry) bool {
-				return e.Want <= e.Sent && e.At+gone < now && !live(e.Sender, e.MsgID)
+				return e.Want <= e.Sent && e.At+gone < now && !fo.Live(e.Sender, e.MsgID)
 			})
-			changed = len(d.Owed) != n
+			changed = changed || len(d.Owed) != n
 		}
 		type dest struct{ to, route string }
 		groups := map[dest][]int{}
@@ -185,16 +229,17 @@ func (o *Owed) Flush(ctx context.Context, keep func(sender string) bool, live fu
 			if e.Want <= e.Sent {
 				continue
 			}
-			if keep != nil {
-				drop, seen := dropped[e.Sender]
-				if !seen {
-					drop = !keep(e.Sender)
+			drop := e.Route == ""
+			if !drop && fo.Keep != nil {
+				var seen bool
+				if drop, seen = dropped[e.Sender]; !seen {
+					drop = !fo.Keep(e.Sender)
 					dropped[e.Sender] = drop
 				}
-				if drop {
-					e.Sent, changed = Acknowledged, true // forgotten by prune
-					continue
-				}
+			}
+			if drop {
+				e.Sent, changed = Acknowledged, true // forgotten by prune
+				continue
 			}
 			k := dest{e.Sender, e.Route}
 			if _, ok := groups[k]; !ok {
