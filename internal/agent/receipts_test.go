@@ -2,18 +2,22 @@ package agent_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
+	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/relay"
 )
 
@@ -53,7 +57,8 @@ func waitStage(t *testing.T, n *agenttest.Node, id string, stage e2e.Stage) stri
 // themselves never show as messages, wake no one and leave nothing
 // pending.
 func TestReceiptsAdvanceStoredSurfacedAcknowledgedInOrder(t *testing.T) {
-	url := agenttest.StartBus(t)
+	tp := &tap{}
+	url := bustest.Start(t, &bustest.Options{Wrap: tp.wrap})
 	alice, bob := agenttest.Pair(t)
 	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
 	b := agenttest.Start(t, bob, "b1", []string{url}, nil)
@@ -105,6 +110,50 @@ func TestReceiptsAdvanceStoredSurfacedAcknowledgedInOrder(t *testing.T) {
 	// received message.
 	if got := b.OK("message_status", map[string]any{"msg_id": id}); strings.Contains(got, "receipt: ") {
 		t.Errorf("bob's status = %q", got)
+	}
+	// Both seal, so the receipts went sealed like the message: the relay
+	// never saw a receipt's kind or body.
+	tp.mu.Lock()
+	seen := tp.seen.String()
+	tp.mu.Unlock()
+	for _, plain := range []string{`"kind":"receipt"`, `receiver_stored`, id} {
+		if strings.Contains(seen, plain) {
+			t.Errorf("the relay saw %s", plain)
+		}
+	}
+}
+
+// channelSink takes every notice as a host that shows it at once does
+// (a Claude channel notification), and counts them.
+type channelSink struct{ notices atomic.Int64 }
+
+func (c *channelSink) Notice(context.Context, string, string) (mailbox.State, error) {
+	c.notices.Add(1)
+	return mailbox.StateNotificationSent, nil
+}
+func (c *channelSink) Text(context.Context, delivery.Record) error { return nil }
+
+// With a host that takes notices itself (channels, codex queue), the
+// surfaced stage comes with the hand-off, before any tool call; with the
+// Stop-hook inbox, whose notice only asks the model to fetch, it comes
+// with the fetch (the test above).
+func TestReceiptSurfacedFollowsTheHostsHandoff(t *testing.T) {
+	url := agenttest.StartBus(t)
+	alice, bob := agenttest.Pair(t)
+	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
+	sink := &channelSink{}
+	b := agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{NoSink: true,
+		Edit: func(c *agent.Config) { c.Sink = sink }})
+	agenttest.OnRoster(t, url, alice.Key(), "a1")
+	agenttest.OnRoster(t, url, bob.Key(), "b1")
+
+	id := agenttest.MsgID(t, a.OK("send_message", map[string]any{"to": "bob", "text": "wake the host"}))
+	waitStage(t, a, id, e2e.Surfaced)
+	if sink.notices.Load() == 0 {
+		t.Error("surfaced without a notice handed to the host")
+	}
+	if st := b.Records(); len(st) != 1 || st[0].State != mailbox.StateNotificationSent {
+		t.Errorf("bob's record = %+v", st)
 	}
 }
 
