@@ -399,6 +399,10 @@ func (a *Agent) Stop() {
 	s := a.binding.Session()
 	if started && s != nil {
 		dctx, dcancel := context.WithTimeout(ctx, DrainTimeout)
+		if s.Receipts != nil {
+			// Stages noted within the last window go out with the drain.
+			s.Receipts.Flush(dctx)
+		}
 		if n := s.Outbox.Drain(dctx); n > 0 {
 			a.log.Info("stopping with messages no relay has taken yet; the next process of this session sends them",
 				"count", n, "outbox", s.Outbox.Path())

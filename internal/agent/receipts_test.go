@@ -157,11 +157,11 @@ func TestReceiptSurfacedFollowsTheHostsHandoff(t *testing.T) {
 	}
 }
 
-// A stage the receiver noted while it stopped before sending it goes out
-// from its next process; a sender that was down gets the receipts waiting
-// on the relay when it comes back.
+// A stage the receiver noted but could not get a relay to take before it
+// stopped goes out from its next process; a sender that was down gets the
+// receipts waiting on the relay when it comes back.
 func TestReceiptStagesSurviveARestartOfEitherSide(t *testing.T) {
-	url := agenttest.StartBus(t)
+	url, sw := agenttest.StartSwitchableBus(t)
 	alice, bob := agenttest.Pair(t)
 	a := agenttest.Start(t, alice, "a1", []string{url}, nil)
 	// Bob gathers for an hour: nothing he notes goes out while he runs.
@@ -178,11 +178,18 @@ func TestReceiptStagesSurviveARestartOfEitherSide(t *testing.T) {
 		data, _ := os.ReadFile(owed)
 		return bytes.Contains(data, []byte(`"want":"receiver_surfaced"`))
 	})
+	// Bob stops while no relay takes anything: his receipt stays queued.
+	sw.Set("/send", true)
 	b.Stop()
 	if st := stageOf(a, id); st != "" {
 		t.Fatalf("a stage came from a receiver that gathers for an hour: %s", st)
 	}
-	// Bob's next process sends what the first one owed.
+	outbox, err := os.ReadFile(filepath.Join(b.Root, "outbox", bob.Key(), "b1.json"))
+	if err != nil || !bytes.Contains(outbox, []byte(`"receipt":true`)) {
+		t.Fatalf("bob's outbox holds no receipt: %v\n%s", err, outbox)
+	}
+	// Bob's next process sends what the first one could not.
+	sw.Set("/send", false)
 	b = agenttest.Start(t, bob, "b1", []string{url}, &agenttest.Options{Root: b.Root})
 	waitStage(t, a, id, e2e.Surfaced)
 

@@ -151,15 +151,32 @@ func (e *Emitter) Reached(stage Stage, receipts []mailbox.Receipt) {
 	}
 }
 
+// retryAfter is how long Run waits before it tries again after a flush
+// that failed (the outbox full, a file locked), when no stage came since.
+const retryAfter = 5 * time.Second
+
 // Run sends what is owed until ctx ends: at once for what an earlier
-// process left, then each time a stage was noted, after the window.
+// process left, then each time a stage was noted, after the window, and
+// again every retryAfter while a flush fails.
 func (e *Emitter) Run(ctx context.Context) {
-	e.flush(ctx)
+	ok := e.flush(ctx)
 	for {
+		var retry <-chan time.Time
+		var rt *time.Timer
+		if !ok {
+			rt = time.NewTimer(retryAfter)
+			retry = rt.C
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-e.kick:
+		case <-retry:
+		}
+		if rt != nil {
+			rt.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		t := time.NewTimer(e.cfg.Window)
 		select {
@@ -168,21 +185,22 @@ func (e *Emitter) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		e.flush(ctx)
+		ok = e.flush(ctx)
 	}
 }
 
-// Flush queues what is owed now.
+// Flush queues what is owed now, without waiting for the window; the
+// agent calls it when it stops, before the outbox drains.
 func (e *Emitter) Flush(ctx context.Context) { e.flush(ctx) }
 
-func (e *Emitter) flush(ctx context.Context) {
+func (e *Emitter) flush(ctx context.Context) bool {
 	var opts FlushOptions
 	opts.Keep = func(sender string) bool { return e.takes(ctx, sender) }
 	if e.cfg.Live != nil {
 		recs, err := e.cfg.Live()
 		if err != nil {
 			e.cfg.Logger.Warn("mailbox unreadable; receipts wait", "err", err)
-			return
+			return false
 		}
 		unread := make(map[mailbox.Receipt]bool, len(recs))
 		for i := range recs {
@@ -208,13 +226,16 @@ func (e *Emitter) flush(ctx context.Context) {
 		}
 		return e.cfg.Queue(ctx, b.Route, m)
 	})
-	if err != nil && ctx.Err() == nil {
-		e.cfg.Logger.Warn("receipts not queued; will retry at the next stage", "err", err)
-		return
+	if err != nil {
+		if ctx.Err() == nil {
+			e.cfg.Logger.Warn("receipts not queued; will retry", "err", err)
+		}
+		return false
 	}
 	if n > 0 {
 		e.cfg.Logger.Debug("receipts queued", "receipts", n)
 	}
+	return true
 }
 
 // seed returns the seed of the unread record r when its sender takes
