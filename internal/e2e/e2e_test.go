@@ -259,8 +259,23 @@ func TestHeardKeepsFurthestStageAndDropsEntriesItCannotVouchFor(t *testing.T) {
 	if st, _, _ := h.Get("to-bob"); st.Stage != Surfaced {
 		t.Errorf("stage moved back to %v", st.Stage)
 	}
+	// Once the outbox forgot the message, a later stage from the same key
+	// still counts; one from another key does not.
+	forgot := func(string) (string, bool, error) { return "", false, nil }
+	drops, err = h.Apply(ctx, eve, "eve", 3000, []Entry{{MsgID: "to-bob", Stage: Acknowledged, TS: 2900}}, forgot)
+	if err != nil || drops[ReasonWrongSigner] != 1 {
+		t.Errorf("eve after the outbox forgot: %v, %v", drops, err)
+	}
+	if _, err := h.Apply(ctx, bob, "bob", 3000, []Entry{{MsgID: "to-bob", Stage: Acknowledged, TS: 2900}}, forgot); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := h.Get("to-bob"); st.Stage != Acknowledged {
+		t.Errorf("bob's later stage after the outbox forgot: %v", st.Stage)
+	}
+	st, _, _ = h.Get("to-bob")
+	st.Heard = identity.Millis(now)
 	line := Describe(st, now.Add(90*time.Second))
-	for _, want := range []string{"receiver_surfaced", "signed by bob", "came 1m30s ago"} {
+	for _, want := range []string{"receiver_acknowledged", "signed by bob", "came 1m30s ago"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("Describe = %q, want %q in it", line, want)
 		}

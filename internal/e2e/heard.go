@@ -100,7 +100,8 @@ type Sent func(msgID string) (to string, ok bool, err error)
 
 // Apply records the entries of a receipt signed by signer (petname peer)
 // at ts. An entry counts only when sent says this session sent the
-// message, to signer itself, and its time is not after ts; anything else
+// message (or the file holds a stage of it already, signed by the same
+// key), to signer itself, and its time is not after ts; anything else
 // is dropped and counted by reason in the answer. An entry behind the
 // stage already held changes nothing. A failure of sent or of the file is
 // an error, and nothing is recorded.
@@ -113,6 +114,14 @@ func (h *Heard) Apply(ctx context.Context, signer, peer string, ts uint64, entri
 	var good []ok
 	for _, e := range entries {
 		to, found, err := sent(e.MsgID)
+		if err == nil && !found {
+			// The outbox keeps only its newest finished messages; one it
+			// forgot still counts when a receipt from the same key told
+			// of it before, when the outbox still knew it.
+			if held, ok, herr := h.Get(e.MsgID); herr == nil && ok {
+				to, found = held.Signer, true
+			}
+		}
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("e2e: look up %s: %w", e.MsgID, err)
