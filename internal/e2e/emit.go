@@ -22,20 +22,21 @@ type Capabilities func(key identity.PublicKey) (yes, known bool, err error)
 // Queue queues a signed receipt for route (the outbox's EnqueueReceipt).
 type Queue func(ctx context.Context, route string, m identity.Message) error
 
-// EmitterConfig is what an [Emitter] works with; Owed, Signer, Caps and
-// Queue must be set.
+// EmitterConfig is what an [Emitter] works with; Owed, Signer, Caps,
+// Queue and Live must be set.
 type EmitterConfig struct {
 	Owed   *Owed
 	Signer *identity.Signer
 	Caps   Capabilities
 	// Learn, if set, looks up the signed capabilities of a key nothing is
 	// known of (its announcement on the rosters); it is called at most once
-	// per key by one emitter, from its Run.
+	// per key by one emitter, from a flush.
 	Learn func(ctx context.Context, key identity.PublicKey)
 	Queue Queue
-	// Live, if set, returns the messages still unread in the mailbox; the
-	// owed file forgets the others once their stages went (see
-	// [Owed.Flush]).
+	// Live returns the records of the mailbox (the mailbox's Records).
+	// Each unread one from a key that takes receipts is owed its stored
+	// stage, and the owed file forgets the others once their stages went
+	// (see [FlushOptions]). Nil owes no stored stage.
 	Live func() ([]mailbox.Record, error)
 	// Window is the gathering time; zero means [DefaultWindow].
 	Window time.Duration
