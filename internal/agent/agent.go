@@ -15,6 +15,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/agent/session"
 	"github.com/interlink-go/interlink/internal/agent/tools"
+	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
@@ -153,6 +154,7 @@ func New(cfg Config) (*Agent, error) {
 		Sink: a.sink, Wake: cfg.WakeBudget, Send: cfg.SendBudget,
 		Now: t.Now, Announce: t.Announce, Retry: t.Retry, LockRetry: t.LockRetry, Logger: log,
 		Sealing: a.sealing, Readers: a.readers, Discoverable: !cfg.Hidden,
+		Receipts: !cfg.NoReceipts, LearnCaps: a.learnCaps, ReceiptWindow: t.ReceiptWindow,
 	})
 	if a.mcp, a.checker, err = a.newServer(); err != nil {
 		return nil, err
@@ -230,7 +232,14 @@ func (a *Agent) Start(ctx context.Context) error {
 func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 	t := &a.cfg.Timing
 	host := &notifier{mailbox: s.Mailbox, sink: s.Sink, every: t.Notify, retry: t.LockRetry, log: a.log,
-		budget: s.Budget, petname: petnames(a.peers, a.signer.Public())}
+		budget: s.Budget, petname: petnames(a.peers, a.signer.Public()), receipts: s.Receipts}
+	var stored func(*gate.Decision)
+	var receipt func(context.Context, *gate.Decision) (map[string]int, error)
+	if s.Receipts != nil {
+		stored = s.Receipts.Stored
+		receipt = func(ctx context.Context, d *gate.Decision) (map[string]int, error) { return a.receipt(ctx, s, d) }
+		a.workers.Go(func() { s.Receipts.Run(ctx) })
+	}
 	a.workers.Go(func() {
 		if err := s.Outbox.Run(ctx); err != nil {
 			a.log.Error("outbox stopped", "err", err)
@@ -251,6 +260,8 @@ func (a *Agent) startWorkers(ctx context.Context, s *session.Session) {
 			Knocks:     a.knocks,
 			Notify:     host.pairing,
 			Delivered:  func(d *gate.Decision) { a.delivered(s, d) },
+			Stored:     stored,
+			Receipt:    receipt,
 			Dropped:    a.cfg.Dropped,
 			Recipient:  a.opener,
 			SealedFrom: a.sealedFrom,
@@ -274,6 +285,43 @@ func (a *Agent) sealedFrom(sender identity.PublicKey, ts uint64) {
 		a.log.Warn("sealed sender not recorded", "sender", sender.Fingerprint(), "err", err)
 	} else if changed {
 		a.log.Info("peer accepts sealed messages", "sender", sender.Fingerprint())
+	}
+}
+
+// receipt records the stages an end-to-end receipt d tells of messages
+// session s sent, and returns the reasons and counts of the entries it
+// dropped (see [e2e.Heard.Apply]). A receipt that verified proves that
+// its signer takes receipts.
+func (a *Agent) receipt(ctx context.Context, s *session.Session, d *gate.Decision) (map[string]int, error) {
+	entries, err := e2e.DecodeBody(d.Message.Text)
+	if err != nil {
+		return map[string]int{e2e.ReasonMalformed: 1}, nil
+	}
+	if _, err := a.sealing.LearnReceipts(ctx, d.Sender, d.Message.TS, true); err != nil {
+		a.log.Warn("receipt sender not recorded", "sender", d.Sender.Fingerprint(), "err", err)
+	}
+	return s.Heard.Apply(ctx, d.Sender.String(), d.Petname, d.Message.TS, entries, func(id string) (string, bool, error) {
+		e, ok, err := s.Outbox.Status(id)
+		if err != nil || !ok || e.Receipt {
+			return "", false, err
+		}
+		return route.Parse(e.Route).Key, true, nil
+	})
+}
+
+// learnCaps reads the rosters for the signed capabilities of key and
+// records them (see package sealcap).
+func (a *Agent) learnCaps(ctx context.Context, key identity.PublicKey) {
+	ctx, cancel := context.WithTimeout(ctx, sealcapTimeout)
+	defer cancel()
+	ros := relay.FetchRoster(ctx, a.relays)
+	for _, e := range ros.Entries {
+		if e.Key != key || !e.CapsSigned {
+			continue
+		}
+		if _, err := a.sealing.LearnAnnouncement(ctx, e.Key, e.CapsTS, e.Caps, true); err != nil {
+			a.log.Warn("capabilities of a key not recorded", "key", key.Fingerprint(), "err", err)
+		}
 	}
 }
 
@@ -351,6 +399,10 @@ func (a *Agent) Stop() {
 	s := a.binding.Session()
 	if started && s != nil {
 		dctx, dcancel := context.WithTimeout(ctx, DrainTimeout)
+		if s.Receipts != nil {
+			// Stages noted within the last window go out with the drain.
+			s.Receipts.Flush(dctx)
+		}
 		if n := s.Outbox.Drain(dctx); n > 0 {
 			a.log.Info("stopping with messages no relay has taken yet; the next process of this session sends them",
 				"count", n, "outbox", s.Outbox.Path())

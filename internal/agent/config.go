@@ -70,6 +70,9 @@ type Config struct {
 	// route, never its working folder, git label or summary. Relays that
 	// serve the roster to anyone see the session as before either way.
 	Hidden bool
+	// NoReceipts turns end-to-end receipts off: the session neither
+	// announces nor sends nor records them, as the original does.
+	NoReceipts bool
 	// Timing overrides intervals; the zero value means the defaults.
 	Timing Timing
 }
@@ -84,8 +87,11 @@ type Timing struct {
 	Notify     time.Duration // notification loop tick, default 1 s
 	LockRetry  time.Duration // notifier lock and state retries, default 2 s
 	QueuePause time.Duration // between codex queue attempts, default 2 s
-	Now        func() time.Time
-	HTTPClient *http.Client // nil means the relay package's default
+	// ReceiptWindow gathers the stages of received messages into one
+	// receipt per sender; zero means e2e.DefaultWindow (200 ms).
+	ReceiptWindow time.Duration
+	Now           func() time.Time
+	HTTPClient    *http.Client // nil means the relay package's default
 }
 
 // withDefaults returns t with every zero field set to its default.

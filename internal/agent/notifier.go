@@ -13,6 +13,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/host"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/inbound"
@@ -48,6 +49,9 @@ type notifier struct {
 	budget *budget.Budget
 	// petname returns the name to show for a sender key.
 	petname func(sender identity.PublicKey) string
+	// receipts, if set, is told which messages a notice the host took
+	// covered: they reached the surfaced stage.
+	receipts *e2e.Emitter
 }
 
 // run wakes the host while attention-worthy messages are unread.
@@ -132,6 +136,12 @@ func (n *notifier) once(ctx context.Context) {
 	default:
 		n.log.Debug("notice delivered", "notice", nt.ID, "messages", len(nt.Messages), "state", state)
 		n.countWake(ctx, nt.Fresh)
+		// A channel notification or a codex queue turn is in the host's
+		// hands; a notice queued for the Stop hook is not yet, and its
+		// messages are surfaced when the model fetches them.
+		if n.receipts != nil && (state == mailbox.StateNotificationSent || state == mailbox.StateHostQueued) {
+			n.receipts.Reached(e2e.Surfaced, nt.Messages)
+		}
 	}
 	for {
 		err := n.mailbox.Finish(ctx, nt.ID, state)

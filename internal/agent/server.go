@@ -58,7 +58,11 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 			})}).Tools(),
 		(&tools.Mailbox{
 			Session: tools.View(b, func(s *session.Session) *tools.MailboxSession {
-				return &tools.MailboxSession{Mailbox: s.Mailbox, Shown: s.Shown, Outbox: s.Outbox}
+				ms := &tools.MailboxSession{Mailbox: s.Mailbox, Shown: s.Shown, Outbox: s.Outbox, Heard: s.Heard}
+				if s.Receipts != nil {
+					ms.Reached = s.Receipts.Reached
+				}
+				return ms
 			})}).Tools(),
 		(&tools.Peers{Peers: a.peers, Relays: a.relays, Signer: a.signer, Name: a.name, Now: now, Sealing: a.sealing,
 			Session: tools.View(b, func(s *session.Session) *tools.PeersSession {

@@ -34,8 +34,8 @@ var (
 	ErrBadSignature = errors.New("gate: bad signature")
 	// ErrWrongRecipient: validly signed, but for another identity.
 	ErrWrongRecipient = errors.New("gate: wrong recipient")
-	// ErrNotAllowlisted: an ordinary message from a key that is neither a
-	// peer nor our own.
+	// ErrNotAllowlisted: an ordinary message or a receipt from a key that
+	// is neither a peer nor our own.
 	ErrNotAllowlisted = errors.New("gate: sender not allowlisted")
 	// ErrStale: the timestamp is outside the freshness window.
 	ErrStale = errors.New("gate: stale timestamp")
@@ -82,6 +82,10 @@ const (
 	// matches a pairing request this session has outstanding; the gate
 	// cannot know that, so it passes acceptances from anyone.
 	PairAccept
+	// Receipt: an end-to-end receipt from a peer or from our own key. It
+	// is never delivered; the sender's side checks each of its entries
+	// against what this session sent (package e2e).
+	Receipt
 )
 
 func (o Outcome) String() string {
@@ -92,6 +96,8 @@ func (o Outcome) String() string {
 		return "knock"
 	case PairAccept:
 		return "pair_accept"
+	case Receipt:
+		return "receipt"
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
@@ -195,7 +201,7 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 	if kind == "" {
 		kind = identity.KindMessage
 	}
-	if kind == identity.KindMessage && !isPeer && !own {
+	if (kind == identity.KindMessage || kind == identity.KindReceipt) && !isPeer && !own {
 		return Decision{}, fmt.Errorf("%w: %s", ErrNotAllowlisted, sender.Fingerprint())
 	}
 	// 4. Freshness, before the replay set so stale copies use no slot.
@@ -231,6 +237,11 @@ func (g *Gate) Decide(m *identity.Message, peers Peers) (Decision, error) {
 		d.Outcome = Knock
 	case identity.KindPairAccept:
 		d.Outcome = PairAccept
+	case identity.KindReceipt:
+		d.Outcome = Receipt
+		if !isPeer {
+			d.Petname = protocol.SelfSender
+		}
 	default: // unreachable: Verify refuses unknown kinds
 		return Decision{}, fmt.Errorf("%w: kind %q", ErrUnexpected, kind)
 	}

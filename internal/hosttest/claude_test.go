@@ -210,8 +210,10 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	// The Claude session's server took Claude's session id.
 	peer.callUntil(t, "discover", nil, session, deliveryTimeout)
 	const body = "hello from peer-a"
-	peer.call(t, "send_message", map[string]any{"to": "self", "session": session, "text": body})
+	sentText := peer.call(t, "send_message", map[string]any{"to": "self", "session": session, "text": body})
 	sent := time.Now()
+	_, rest, _ := strings.Cut(sentText, "(msg_id ")
+	msgID, _, _ := strings.Cut(rest, ")")
 
 	wake := model.waitMessages(t, wakeTimeout, s.p.done, "with an inbox notice", func(r *messagesRequest) bool {
 		return strings.Contains(r.last().text(), `receive_messages(notification_id="`)
@@ -249,6 +251,12 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	}
 	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
 		t.Errorf("wake-up turn: result %+v, want OK", r)
+	}
+	// The Claude session's server told the sender, in signed receipts,
+	// that the model consumed the message.
+	st := peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_acknowledged", deliveryTimeout)
+	if !strings.Contains(st, "signed by self") {
+		t.Errorf("message_status of the sent message: %q, want the receipt signed by self", st)
 	}
 	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
 }

@@ -462,7 +462,9 @@ func TestCodexQueueDaemon(t *testing.T) {
 	peer := e.startPeer(t, "peer-a")
 	body := "hosttest body " + newUUID(t)
 	sent := time.Now()
-	peer.mcpCall(t, "send_message", map[string]any{"to": "self", "session": thread, "text": body})
+	sentText := peer.mcpCall(t, "send_message", map[string]any{"to": "self", "session": thread, "text": body})
+	_, rest, _ := strings.Cut(sentText, "(msg_id ")
+	msgID, _, _ := strings.Cut(rest, ")")
 	r := model.waitResponses(t, codexTurnTimeout, "with the notice", func(r *responsesRequest) bool {
 		texts := r.userTexts()
 		return len(texts) > 0 && strings.Contains(texts[len(texts)-1], "[Interlink inbox notice]")
@@ -496,6 +498,16 @@ func TestCodexQueueDaemon(t *testing.T) {
 	})
 	if got := s.mustToolCall(t, thread, "receive_messages", nil); !strings.HasPrefix(got, "No unread messages") {
 		t.Errorf("receive_messages after the notice turn = %q, want No unread messages", got)
+	}
+	// The thread's server told the sender, in signed receipts, that the
+	// model consumed the message.
+	var status string
+	testutil.Poll(deliveryTimeout, func() bool {
+		status = peer.mcpCall(t, "message_status", map[string]any{"msg_id": msgID})
+		return strings.Contains(status, "receipt: receiver_acknowledged")
+	})
+	if !strings.Contains(status, "receipt: receiver_acknowledged") || !strings.Contains(status, "signed by self") {
+		t.Errorf("message_status of the sent message: %q, want receiver_acknowledged signed by self", status)
 	}
 	var ran []string
 	for _, n := range s.hookRuns() {

@@ -62,6 +62,10 @@ const CapsDomain = "interlink-announce-caps-v1\x00"
 // (package seal).
 const CapSealed = "sealed-v1"
 
+// CapReceipts is the capability of a session that sends and accepts
+// end-to-end receipts (messages of [KindReceipt]).
+const CapReceipts = "receipts-v1"
+
 // Bounds of the capabilities extension on receipt; a list beyond them is
 // ignored as if absent.
 const (

@@ -15,12 +15,16 @@ const (
 	KindMessage     Kind = "message"
 	KindPairRequest Kind = "pair_request"
 	KindPairAccept  Kind = "pair_accept"
+	// KindReceipt is an end-to-end receipt: the recipient of messages
+	// telling their sender, in Text, how far they got (package e2e). It
+	// goes only to keys that announced [CapReceipts].
+	KindReceipt Kind = "receipt"
 )
 
-// Valid reports whether k is one of the three kinds.
+// Valid reports whether k is one of the four kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindMessage, KindPairRequest, KindPairAccept:
+	case KindMessage, KindPairRequest, KindPairAccept, KindReceipt:
 		return true
 	}
 	return false
@@ -59,7 +63,7 @@ func (s Status) Terminal() bool {
 
 // Errors about message content and signatures.
 var (
-	// ErrKind reports a kind outside the three known ones.
+	// ErrKind reports a kind outside the four known ones.
 	ErrKind = errors.New("identity: unknown message kind")
 	// ErrStatus reports a status outside the five known ones.
 	ErrStatus = errors.New("identity: unknown task status")

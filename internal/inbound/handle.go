@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/interlink-go/interlink/internal/gate"
 	"github.com/interlink-go/interlink/internal/identity"
@@ -182,6 +184,8 @@ func (l *Loop) commit(ctx context.Context, p *pendingCommit) (bool, error) {
 		return l.knock(ctx, p)
 	case gate.PairAccept:
 		return l.pairAccept(ctx, p)
+	case gate.Receipt:
+		return l.receipt(ctx, p)
 	}
 	// Unreachable: the gate has no other outcome.
 	l.log.Error("message dropped", "reason", "unknown_outcome", "outcome", p.d.Outcome.String(),
@@ -219,10 +223,33 @@ func (l *Loop) deliver(ctx context.Context, p *pendingCommit) (bool, error) {
 	if p.d.HasReplyTo() {
 		l.cfg.Sticky.Set(p.d.Sender, p.d.ReplyTo.Session)
 	}
+	l.cfg.Stored(&p.d)
 	l.log.Debug("message delivered", "msg_id", m.MsgID, "sender", p.d.Sender.Fingerprint(),
 		"peer", p.d.Petname, "duplicate", !added)
 	if added {
 		l.cfg.Delivered(&p.d)
+	}
+	return true, nil
+}
+
+// receipt hands an end-to-end receipt to Config.Receipt, and logs and
+// counts the entries it dropped, each reason once with its count.
+func (l *Loop) receipt(ctx context.Context, p *pendingCommit) (bool, error) {
+	m := &p.d.Message
+	if l.cfg.Receipt == nil {
+		l.log.Info("message dropped", "reason", gate.Reason(gate.ErrUnexpected), "sender", p.d.Sender.Fingerprint(),
+			"msg_id", m.MsgID, "kind", string(m.Kind))
+		l.cfg.Dropped(m, gate.Reason(gate.ErrUnexpected))
+		return true, nil
+	}
+	drops, err := l.cfg.Receipt(ctx, &p.d)
+	if err != nil {
+		return false, fmt.Errorf("inbound: receipt %s from %s: %w", m.MsgID, p.d.Sender.Fingerprint(), err)
+	}
+	for _, reason := range slices.Sorted(maps.Keys(drops)) {
+		l.log.Info("receipt entries dropped", "reason", reason, "count", drops[reason],
+			"sender", p.d.Sender.Fingerprint(), "msg_id", m.MsgID)
+		l.cfg.Dropped(m, reason)
 	}
 	return true, nil
 }

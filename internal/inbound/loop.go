@@ -63,6 +63,16 @@ type Config struct {
 	// the mailbox (not for a duplicate), with the gate's decision. It runs
 	// before the relay is acknowledged and must not block for long.
 	Delivered func(d *gate.Decision)
+	// Stored, if set, is called after a message was committed to the
+	// mailbox, a copy it already had included, with the gate's decision,
+	// before the relay is acknowledged (end-to-end receipts note it; see
+	// package e2e). It must not block for long.
+	Stored func(d *gate.Decision)
+	// Receipt, if set, handles an admitted end-to-end receipt (package
+	// e2e) and returns the reasons and counts of its entries it dropped;
+	// an error leaves the receipt on the relay. Nil drops receipts with
+	// reason "unexpected". Receipts never reach the mailbox.
+	Receipt func(ctx context.Context, d *gate.Decision) (map[string]int, error)
 	// Dropped, if set, is called for every message the gate rejects, with
 	// the reason as logged (see [gate.Reason]), for payloads that are
 	// not messages, with reason "undecodable" and a zero message, and for
@@ -115,6 +125,9 @@ func New(cfg Config) *Loop {
 	}
 	if cfg.Delivered == nil {
 		cfg.Delivered = func(*gate.Decision) {}
+	}
+	if cfg.Stored == nil {
+		cfg.Stored = func(*gate.Decision) {}
 	}
 	if cfg.Dropped == nil {
 		cfg.Dropped = func(*identity.Message, string) {}

@@ -53,6 +53,7 @@ type fileEntry struct {
 	LastError  string          `json:"last_error,omitempty"`
 	AcceptedBy []string        `json:"accepted_by,omitempty"`
 	FinishedAt uint64          `json:"finished_at,omitempty"`
+	Receipt    bool            `json:"receipt,omitempty"`
 	Message    json.RawMessage `json:"message,omitempty"`
 }
 
@@ -103,6 +104,9 @@ func encode(d *document) []byte {
 		if s.FinishedAt != 0 {
 			out = append(out, `,"finished_at":`...)
 			out = strconv.AppendUint(out, s.FinishedAt, 10)
+		}
+		if s.Receipt {
+			out = append(out, `,"receipt":true`...)
 		}
 		if len(s.raw) > 0 {
 			out = append(out, `,"message":`...)
@@ -177,7 +181,7 @@ func decodeEntry(fe *fileEntry) (*stored, error) {
 	s := &stored{Entry: Entry{
 		MsgID: fe.MsgID, Route: fe.Route, Peer: fe.Peer, Text: fe.Text, TS: fe.TS,
 		QueuedAt: fe.QueuedAt, State: fe.State, Attempts: fe.Attempts, LastError: fe.LastError,
-		AcceptedBy: fe.AcceptedBy, FinishedAt: fe.FinishedAt,
+		AcceptedBy: fe.AcceptedBy, FinishedAt: fe.FinishedAt, Receipt: fe.Receipt,
 	}}
 	if len(s.AcceptedBy) == 0 {
 		s.AcceptedBy = nil // an empty list and none are the same

@@ -129,6 +129,10 @@ type Entry struct {
 	// FinishedAt is when the message left the pending state, Unix
 	// milliseconds; zero while pending.
 	FinishedAt uint64
+	// Receipt marks an end-to-end receipt ([Outbox.EnqueueReceipt]): it is
+	// sent like any message, but no listing shows it, and it leaves the
+	// file as soon as it is no longer pending.
+	Receipt bool
 }
 
 // Sender posts payloads to one relay; see [relay.Sender].
@@ -314,6 +318,15 @@ func (o *Outbox) Replace(ctx context.Context, route, peer, logText string, m ide
 	return o.enqueue(ctx, route, peer, logText, m, true)
 }
 
+// EnqueueReceipt queues m, an end-to-end receipt already signed, for
+// route. It waits, is sealed and is retried like any message, but
+// [Outbox.Pending] and [Outbox.Log] never list it, and once a relay took
+// it (or it was rejected or expired) it is removed rather than kept in
+// the log, so receipts never push sent messages out of it.
+func (o *Outbox) EnqueueReceipt(ctx context.Context, route string, m identity.Message) error {
+	return o.enqueueEntry(ctx, route, "", "", m, false, true)
+}
+
 // Withdraw removes the pending message msgID from the outbox and reports
 // whether it was there, pending. A relay may have taken it already, in an
 // attempt that had started; the outcome of that attempt is then not
@@ -332,6 +345,11 @@ func (o *Outbox) Withdraw(ctx context.Context, msgID string) (bool, error) {
 // enqueue writes m as pending; replace makes an entry with the same
 // msg_id give way instead of being [ErrDuplicate].
 func (o *Outbox) enqueue(ctx context.Context, route, peer, logText string, m identity.Message, replace bool) error {
+	return o.enqueueEntry(ctx, route, peer, logText, m, replace, false)
+}
+
+// enqueueEntry is enqueue, for a receipt when receipt is set.
+func (o *Outbox) enqueueEntry(ctx context.Context, route, peer, logText string, m identity.Message, replace, receipt bool) error {
 	if route == "" {
 		return errors.New("outbox: enqueue: empty route")
 	}
@@ -366,8 +384,9 @@ func (o *Outbox) enqueue(ctx context.Context, route, peer, logText string, m ide
 				"check the relays (list_pending shows what waits) and send again once some went out", ErrFull, bytes, MaxPendingBytes)
 		}
 		d.entries = append(d.entries, &stored{
-			Entry: Entry{MsgID: m.MsgID, Peer: peer, Route: route, Text: logText, TS: m.TS, QueuedAt: now, State: StatePending},
-			raw:   payload,
+			Entry: Entry{MsgID: m.MsgID, Peer: peer, Route: route, Text: logText, TS: m.TS, QueuedAt: now, State: StatePending,
+				Receipt: receipt},
+			raw: payload,
 		})
 		return true, nil
 	})
@@ -416,7 +435,7 @@ func (o *Outbox) Pending() ([]Entry, error) {
 	}
 	var out []Entry
 	for _, s := range d.entries {
-		if s.State != StateBusAccepted {
+		if s.State != StateBusAccepted && !s.Receipt {
 			out = append(out, s.Entry)
 		}
 	}
@@ -432,7 +451,7 @@ func (o *Outbox) Log(peer string, limit int) ([]Entry, error) {
 	}
 	var out []Entry
 	for _, s := range d.entries {
-		if s.Peer == peer {
+		if s.Peer == peer && !s.Receipt {
 			out = append(out, s.Entry)
 		}
 	}
@@ -449,6 +468,10 @@ func (o *Outbox) Log(peer string, limit int) ([]Entry, error) {
 // message, cuts its text, and evicts the finished entries of d beyond
 // [MaxFinished], oldest finished first.
 func finish(d *document, s *stored, state State, now uint64) {
+	if s.Receipt {
+		d.entries = slices.DeleteFunc(d.entries, func(e *stored) bool { return e == s })
+		return
+	}
 	s.State = state
 	s.FinishedAt = now
 	s.raw = nil

@@ -25,6 +25,10 @@ const (
 	Inbox   Kind = "inbox"   // the notice inbox, per session
 	Turn    Kind = "turn"    // the operator's last turn, per session
 	Task    Kind = "task"    // the open task's markers, per session
+	// Receipts owed to senders, and receipts heard about sent messages,
+	// per identity and session (package e2e).
+	ReceiptsOwed  Kind = "receipts-owed"
+	ReceiptsHeard Kind = "receipts-heard"
 )
 
 // ErrNoStateRoot means a state file was asked for under an empty state

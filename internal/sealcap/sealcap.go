@@ -10,10 +10,12 @@
 // with atomic replace (package statefile); reads take no lock. The file is
 // compact JSON:
 //
-//	{"keys":{"<key>":{"sealed":true,"ts":1700000000000,"learned":1700000000123},…}}
+//	{"keys":{"<key>":{"sealed":true,"ts":1700000000000,"learned":1700000000123,"receipts":true,"receipts_ts":1700000000000},…}}
 //
 // ts is the signing time of the statement the entry was learned from,
-// learned the local time it was written.
+// learned the local time it was written. receipts and receipts_ts say the
+// same of end-to-end receipts ([identity.CapReceipts]), learned from a
+// capabilities list or from a receipt the key signed.
 //
 // # What counts as a statement
 //
@@ -63,6 +65,12 @@ type Entry struct {
 	TS uint64 `json:"ts"`
 	// Learned is when the entry was written, Unix milliseconds.
 	Learned uint64 `json:"learned"`
+	// Receipts reports whether the key sends and accepts end-to-end
+	// receipts ([identity.CapReceipts]); ReceiptsTS is the signing time of
+	// the statement that said so or not. They follow the same rule as
+	// Sealed and TS, apart from them.
+	Receipts   bool   `json:"receipts,omitempty"`
+	ReceiptsTS uint64 `json:"receipts_ts,omitempty"`
 }
 
 type document struct {
@@ -149,7 +157,45 @@ func (s *Store) Seals(key identity.PublicKey) (bool, error) {
 // does not accept sealed messages. It changes the file only when the
 // statement is newer than the one held, and reports whether it did.
 func (s *Store) Learn(ctx context.Context, key identity.PublicKey, ts uint64, sealed bool) (bool, error) {
-	if e, ok, err := s.Get(key); err == nil && ok && !newer(e, ts, sealed) {
+	return s.learn(ctx, key, func(e *Entry, fresh bool) bool {
+		if !fresh && !newer(e.TS, e.Sealed, ts, sealed) {
+			return false
+		}
+		e.Sealed, e.TS = sealed, ts
+		return true
+	})
+}
+
+// LearnReceipts records a statement signed by key at ts that it does or
+// does not send and accept end-to-end receipts, by the rule of
+// [Store.Learn].
+func (s *Store) LearnReceipts(ctx context.Context, key identity.PublicKey, ts uint64, receipts bool) (bool, error) {
+	return s.learn(ctx, key, func(e *Entry, fresh bool) bool {
+		// The first statement is kept whatever it says, so that a key
+		// known not to take receipts is told from one never heard of.
+		if !fresh && e.ReceiptsTS != 0 && !newer(e.ReceiptsTS, e.Receipts, ts, receipts) {
+			return false
+		}
+		if !fresh && e.ReceiptsTS == 0 && ts == 0 {
+			return false
+		}
+		e.Receipts, e.ReceiptsTS = receipts, ts
+		return true
+	})
+}
+
+// Receipts reports whether key sends and accepts end-to-end receipts, and
+// whether the key ever said either. A file that cannot be read counts as
+// not known, and the error says why.
+func (s *Store) Receipts(key identity.PublicKey) (yes, known bool, err error) {
+	e, ok, err := s.Get(key)
+	return ok && e.Receipts, ok && e.ReceiptsTS != 0, err
+}
+
+// learn applies change to key's entry (fresh when there was none) under
+// the lock, and writes the file when change reports a change.
+func (s *Store) learn(ctx context.Context, key identity.PublicKey, change func(e *Entry, fresh bool) bool) (bool, error) {
+	if e, ok, err := s.Get(key); err == nil && ok && !change(&e, false) {
 		return false, nil // nothing to write; checked again under the lock
 	}
 	changed := false
@@ -159,13 +205,15 @@ func (s *Store) Learn(ctx context.Context, key identity.PublicKey, ts uint64, se
 			return nil, fmt.Errorf("%w (%s)", err, s.path)
 		}
 		k := key.String()
-		if e, ok := d.Keys[k]; ok && !newer(e, ts, sealed) {
+		e, ok := d.Keys[k]
+		if !change(&e, !ok) {
 			return nil, nil
 		}
-		if _, ok := d.Keys[k]; !ok && len(d.Keys) >= MaxKeys {
+		if !ok && len(d.Keys) >= MaxKeys {
 			forgetOldest(d.Keys)
 		}
-		d.Keys[k] = Entry{Sealed: sealed, TS: ts, Learned: identity.Millis(s.now())}
+		e.Learned = identity.Millis(s.now())
+		d.Keys[k] = e
 		changed = true
 		return identity.Marshal(d)
 	})
@@ -175,13 +223,14 @@ func (s *Store) Learn(ctx context.Context, key identity.PublicKey, ts uint64, se
 	return changed, nil
 }
 
-// newer reports whether a statement signed at ts saying sealed changes
-// the entry e: it must be signed later and say something else. An entry
-// that already says the same keeps its time, so a stream of sealed
-// messages writes the file once, and a later withdrawal still wins over
-// the statement the entry holds.
-func newer(e Entry, ts uint64, sealed bool) bool {
-	return ts > e.TS && sealed != e.Sealed
+// newer reports whether a statement signed at ts saying yes changes an
+// entry that holds the statement signed at held saying was: it must be
+// signed later and say something else. An entry that already says the
+// same keeps its time, so a stream of sealed messages writes the file
+// once, and a later withdrawal still wins over the statement the entry
+// holds.
+func newer(held uint64, was bool, ts uint64, yes bool) bool {
+	return ts > held && yes != was
 }
 
 // forgetOldest removes the entry learned longest ago (the smallest key
@@ -204,7 +253,12 @@ func (s *Store) LearnAnnouncement(ctx context.Context, key identity.PublicKey, t
 	if !signed {
 		return false, nil
 	}
-	return s.Learn(ctx, key, ts, identity.HasCap(caps, identity.CapSealed))
+	a, err := s.Learn(ctx, key, ts, identity.HasCap(caps, identity.CapSealed))
+	if err != nil {
+		return a, err
+	}
+	b, err := s.LearnReceipts(ctx, key, ts, identity.HasCap(caps, identity.CapReceipts))
+	return a || b, err
 }
 
 // Payload returns the /send payload of m, a message signed by signer:

@@ -173,3 +173,53 @@ func TestTheFileKeepsAtMostMaxKeysForgettingTheOldestLearned(t *testing.T) {
 		t.Error("the newcomer was not kept in place of the oldest entry")
 	}
 }
+
+// The receipts capability follows the rule of the sealing one, apart from
+// it: the first statement is kept whatever it says (so "said no" is told
+// from "never said"), then only a newer opposite one changes it, and a
+// list in an announcement speaks for both.
+func TestReceiptsCapabilityIsLearnedApartFromSealing(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), signer(t, 1).Public(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := signer(t, 2).Public()
+	check := func(wantYes, wantKnown bool) {
+		t.Helper()
+		yes, known, err := s.Receipts(peer)
+		if err != nil || yes != wantYes || known != wantKnown {
+			t.Fatalf("Receipts = %v, %v, %v; want %v, %v", yes, known, err, wantYes, wantKnown)
+		}
+	}
+	check(false, false)
+	if _, err := s.LearnAnnouncement(ctx, peer, 100, []string{identity.CapSealed}, true); err != nil {
+		t.Fatal(err)
+	}
+	check(false, true)
+	if !seals(t, s, peer) {
+		t.Error("sealing not learned from the same list")
+	}
+	if _, err := s.LearnReceipts(ctx, peer, 99, true); err != nil {
+		t.Fatal(err)
+	}
+	check(false, true) // older than what is held
+	if _, err := s.LearnReceipts(ctx, peer, 200, true); err != nil {
+		t.Fatal(err)
+	}
+	check(true, true)
+	if _, err := s.LearnAnnouncement(ctx, peer, 150, []string{identity.CapSealed}, true); err != nil {
+		t.Fatal(err)
+	}
+	check(true, true) // a replayed older announcement changes nothing
+	if _, err := s.LearnAnnouncement(ctx, peer, 300, []string{identity.CapSealed, identity.CapReceipts}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LearnAnnouncement(ctx, peer, 400, nil, true); err != nil {
+		t.Fatal(err)
+	}
+	check(false, true) // withdrawn by a newer signed list
+	if seals(t, s, peer) {
+		t.Error("sealing not withdrawn by the same list")
+	}
+}

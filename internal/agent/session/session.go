@@ -21,6 +21,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/outbox"
@@ -60,6 +61,11 @@ type Session struct {
 	Sink delivery.Sink
 	// Budget counts the wake-ups and sends of each peer in the session.
 	Budget *budget.Budget
+	// Receipts notes the stages of received messages and sends their
+	// senders end-to-end receipts; Heard keeps the stages receipts told
+	// of sent messages. Both are nil when receipts are off.
+	Receipts *e2e.Emitter
+	Heard    *e2e.Heard
 }
 
 // Config is what opening a session needs besides its id.
@@ -91,6 +97,16 @@ type Config struct {
 	// and its outbox and goodbyes seal to those keys. Nil sends and
 	// announces as the original does.
 	Sealing *sealcap.Store
+	// Receipts turns end-to-end receipts on (package e2e): the session
+	// announces that it takes them, sends them to keys that announced the
+	// same, and records those it gets. It needs Sealing, which remembers
+	// who announced what. LearnCaps, if set, reads the rosters for the
+	// signed capabilities of a key nothing is known of.
+	Receipts  bool
+	LearnCaps func(ctx context.Context, key identity.PublicKey)
+	// ReceiptWindow is how long stages are gathered into one receipt;
+	// zero means [e2e.DefaultWindow].
+	ReceiptWindow time.Duration
 	// Readers, if set, returns the keys that may read the session's
 	// details on a relay that serves the roster per requester (its
 	// peers); each announcement asks it anew. Discoverable lets such a
@@ -126,6 +142,9 @@ func Open(id string, cfg Config) (*Session, error) {
 			return cfg.Sealing.Payload(cfg.Signer, m, plain)
 		}
 		caps = []string{identity.CapSealed}
+		if cfg.Receipts {
+			caps = append(caps, identity.CapReceipts)
+		}
 	}
 	ob, err := outbox.Open(cfg.StateRoot, own, id, relay.Senders(cfg.Relays), cfg.Signer,
 		&outbox.Options{Now: cfg.Now, RetryEvery: cfg.Retry, LockRetry: cfg.LockRetry, Logger: cfg.Logger, Seal: sealFn})
@@ -171,6 +190,19 @@ func Open(id string, cfg Config) (*Session, error) {
 	}
 	if cfg.Sink != nil {
 		s.Sink = cfg.Sink(id, failed)
+	}
+	if cfg.Receipts && cfg.Sealing != nil {
+		owed, err := e2e.OpenOwed(cfg.StateRoot, own, id, cfg.Now)
+		if err != nil {
+			return nil, err
+		}
+		if s.Heard, err = e2e.OpenHeard(cfg.StateRoot, own, id, cfg.Now); err != nil {
+			return nil, err
+		}
+		s.Receipts = e2e.NewEmitter(e2e.EmitterConfig{
+			Owed: owed, Signer: cfg.Signer, Caps: cfg.Sealing.Receipts, Learn: cfg.LearnCaps,
+			Queue: ob.EnqueueReceipt, Live: mb.Records, Window: cfg.ReceiptWindow, Now: cfg.Now, Logger: cfg.Logger,
+		})
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/mailbox"
 	"github.com/interlink-go/interlink/internal/outbox"
 	"github.com/interlink-go/interlink/internal/render"
@@ -33,6 +34,33 @@ type MailboxSession struct {
 	Shown *mailbox.Shown
 	// Outbox holds what the session sent, and the log of its delivery.
 	Outbox *outbox.Outbox
+	// Heard, if set, holds the stages end-to-end receipts told of sent
+	// messages; nil when receipts are off.
+	Heard *e2e.Heard
+	// Reached, if set, is told that received messages reached a stage:
+	// surfaced when a tool result shows them, acknowledged when they are
+	// consumed (package e2e).
+	Reached func(stage e2e.Stage, receipts []mailbox.Receipt)
+}
+
+// reached tells s.Reached, if set, that receipts reached stage.
+func (s *MailboxSession) reached(stage e2e.Stage, receipts []mailbox.Receipt) {
+	if s.Reached != nil && len(receipts) > 0 {
+		s.Reached(stage, receipts)
+	}
+}
+
+// heardLine returns the receipt line of the sent message msgID, or "" when
+// no receipt told of it.
+func (s *MailboxSession) heardLine(msgID string) (string, error) {
+	if s.Heard == nil {
+		return "", nil
+	}
+	st, ok, err := s.Heard.Get(msgID)
+	if err != nil || !ok {
+		return "", err
+	}
+	return e2e.Describe(st, s.Heard.Now()), nil
 }
 
 // noUnread starts the answer of receive_messages when nothing is unread.
@@ -70,7 +98,8 @@ func (mb *Mailbox) Tools() []Tool {
 	return []Tool{
 		Bound(mcp.NewTool("message_status",
 			mcp.WithDescription("Local state of one message, by msg_id. Sent messages: pending, then bus_accepted (a relay took it; "+
-				"whether the receiver read it is unknown), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
+				"whether the receiver read it is unknown unless it sends signed receipts: then the furthest of receiver_stored, "+
+				"receiver_surfaced, receiver_acknowledged it signed), or rejected. Received messages: receiver_stored, inbox_queued, notification_sent, "+
 				"host_queued, delivery_failed, receiver_acknowledged. Handing a notice to the host never proves the model read or finished anything."),
 			mcp.WithString("msg_id", mcp.Required(), mcp.Description("The message id.")),
 		), mb.Session, mb.messageStatus),
@@ -173,9 +202,12 @@ type acknowledgeArgs struct {
 // showing records that the tool result being built shows recs to the
 // model, so that their receipts may be acknowledged.
 func showing(s *MailboxSession, recs []mailbox.Record) {
+	receipts := make([]mailbox.Receipt, len(recs))
 	for i := range recs {
-		s.Shown.Add(recs[i].Receipt())
+		receipts[i] = recs[i].Receipt()
+		s.Shown.Add(receipts[i])
 	}
+	s.reached(e2e.Surfaced, receipts)
 }
 
 // acknowledgeMessages consumes only messages this process has shown the
@@ -187,6 +219,7 @@ func (*Mailbox) acknowledgeMessages(_ context.Context, s *MailboxSession, a ackn
 	if err != nil {
 		return "", localState(err)
 	}
+	s.reached(e2e.Acknowledged, shown)
 	// The sentence is the original's: scripts match "Acknowledged N ".
 	out := fmt.Sprintf("Acknowledged %d previously unacknowledged messages. "+
 		"Repeated or unknown receipts change nothing; messages that arrived since stay unread.", n)
@@ -221,7 +254,14 @@ func (*Mailbox) messageStatus(_ context.Context, s *MailboxSession, a statusArgs
 		return "", localState(err)
 	}
 	if ok {
-		parts = append(parts, logLine(&e)+"\nreceiver acknowledgement unknown (no remote receipt)")
+		heard, err := s.heardLine(a.MsgID)
+		if err != nil {
+			return "", localState(err)
+		}
+		if heard == "" {
+			heard = "receiver acknowledgement unknown (no remote receipt)"
+		}
+		parts = append(parts, logLine(&e)+"\n"+heard)
 	}
 	if len(parts) == 0 {
 		return fmt.Sprintf("no message with msg_id %q is known locally", a.MsgID), nil
@@ -275,6 +315,13 @@ func (*Mailbox) listPending(_ context.Context, s *MailboxSession, _ none) (strin
 			fmt.Fprintf(&b, " rejected: %s", e.LastError)
 		case outbox.StateExpired:
 			fmt.Fprintf(&b, " expired: %s", e.LastError)
+		}
+		heard, err := s.heardLine(e.MsgID)
+		if err != nil {
+			return "", localState(err)
+		}
+		if heard != "" {
+			b.WriteString("\n  " + heard)
 		}
 	}
 	return b.String(), nil
@@ -344,6 +391,13 @@ func (*Mailbox) conversationHistory(_ context.Context, s *MailboxSession, a hist
 		j := len(items) - 1 - i
 		if it.out != nil {
 			shown[j] = logLine(it.out)
+			heard, err := s.heardLine(it.out.MsgID)
+			if err != nil {
+				return "", localState(err)
+			}
+			if heard != "" {
+				shown[j] += "\n" + heard
+			}
 			continue
 		}
 		r := *it.in
@@ -356,15 +410,19 @@ func (*Mailbox) conversationHistory(_ context.Context, s *MailboxSession, a hist
 	left := len(items) - n
 	items, shown = items[left:], shown[:n]
 	slices.Reverse(shown)
+	var receipts []mailbox.Receipt
 	for _, it := range items {
 		if it.in != nil {
 			s.Shown.Add(it.in.Receipt())
+			receipts = append(receipts, it.in.Receipt())
 		}
 	}
+	s.reached(e2e.Surfaced, receipts)
 	if a.Consume {
 		if err := consume(s.Mailbox, items); err != nil {
 			return "", err
 		}
+		s.reached(e2e.Acknowledged, receipts)
 	}
 	lines := make([]string, 0, len(shown)+2)
 	if a.Consume {

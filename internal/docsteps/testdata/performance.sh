@@ -121,6 +121,9 @@ go test -run='^$' -bench='(SealMessage|OpenMessage|Ed25519Sign|Ed25519Verify)/1K
 step "Signed and sealed messages, end to end"
 go test -run='^$' -bench=SignedSealedAndPlainToCommit -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
 
+step "End-to-end receipts"
+go test -run='^$' -bench=ReceiptsOnAndOff -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
+
 step "Mailbox at its bound"
 go test -run='^$' -bench=ReserveQuiet4096 -benchtime=2s -count=3 ./internal/mailbox -benchtime=1x -count=1
 
