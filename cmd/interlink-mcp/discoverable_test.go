@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,63 @@ func TestDiscoverableSettingRefusesOtherValues(t *testing.T) {
 		if code := c.run(t.Context(), tc.args, strings.NewReader("")); code != exitUsage || !strings.Contains(errOut.String(), tc.want) {
 			t.Errorf("%v %q: status %d, stderr %q; want %d and %q", tc.args, tc.env, code, errOut.String(), exitUsage, tc.want)
 		}
+	}
+}
+
+// capsOf returns the signed capabilities of session's announcement on
+// the bus at url, as its own key reads them.
+func capsOf(url string, signer *identity.Signer, session string) (caps []string, found bool) {
+	ros := relay.FetchRoster(context.Background(), []*relay.Client{relay.New(url, &relay.Options{Signer: signer})})
+	for _, e := range ros.Entries {
+		if e.Key == signer.Public() && e.Session.SessionID == session {
+			return e.Caps, e.CapsSigned
+		}
+	}
+	return nil, false
+}
+
+// A server started with INTERLINK_RECEIPTS=no or --receipts no announces
+// no receipts capability, so no peer sends it receipts or expects them;
+// one started without the setting announces it beside sealing.
+func TestReceiptsSettingDecidesTheAnnouncedCapability(t *testing.T) {
+	url := bustest.Start(t, nil)
+	for _, tc := range []struct {
+		session string
+		env     []string
+		args    []string
+		want    bool
+	}{
+		{"env-no", []string{"INTERLINK_RECEIPTS=no"}, nil, false},
+		{"flag-no", []string{"INTERLINK_RECEIPTS=yes"}, []string{"--receipts", "no"}, false},
+		{"default", nil, nil, true},
+	} {
+		t.Run(tc.session, func(t *testing.T) {
+			f := newAgentFiles(t)
+			p := launchMCP(t, f.env(url, append([]string{"INTERLINK_SESSION=" + tc.session, "INTERLINK_LOG_LEVEL=warn"}, tc.env...)...), tc.args...)
+			p.initialize()
+			var caps []string
+			waitFor(t, tc.session+" on the roster with signed capabilities", func() bool {
+				var ok bool
+				caps, ok = capsOf(url, f.signer, tc.session)
+				return ok
+			})
+			if !slices.Contains(caps, identity.CapSealed) {
+				t.Errorf("capabilities %q lack %q", caps, identity.CapSealed)
+			}
+			if got := slices.Contains(caps, identity.CapReceipts); got != tc.want {
+				t.Errorf("capabilities %q: receipts %v, want %v", caps, got, tc.want)
+			}
+			if code := p.closeAndWait(); code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+		})
+	}
+	var out, errOut bytes.Buffer
+	f := newAgentFiles(t)
+	env := map[string]string{"INTERLINK_KEY": f.key, "INTERLINK_PEERS": f.peers,
+		"INTERLINK_STATE_DIR": filepath.Join(f.dir, "state"), "INTERLINK_RECEIPTS": "later"}
+	c := &cli{stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] }}
+	if code := c.run(t.Context(), nil, strings.NewReader("")); code != exitUsage || !strings.Contains(errOut.String(), `INTERLINK_RECEIPTS "later": want yes or no`) {
+		t.Errorf("status %d, stderr %q; want a usage error naming INTERLINK_RECEIPTS", code, errOut.String())
 	}
 }

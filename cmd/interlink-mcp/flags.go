@@ -51,6 +51,18 @@ func (c *cli) setting(flagValue, flagName, envName, def string) (value, source s
 	return cmdline.Setting(c.getenv, flagValue, flagName, envName, def)
 }
 
+// yesNo reads a yes-or-no setting whose default is yes.
+func (c *cli) yesNo(flagValue, flagName, envName string) (bool, error) {
+	value, source := c.setting(flagValue, flagName, envName, "yes")
+	switch strings.ToLower(strings.TrimSpace(value)) {
+	case "yes", "true", "1":
+		return true, nil
+	case "no", "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %q: want yes or no", source, value)
+}
+
 // configPath resolves a file option whose default lies in
 // ~/.config/interlink.
 func (c *cli) configPath(flagValue, flagName, envName, file string) (string, error) {

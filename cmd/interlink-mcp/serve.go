@@ -63,6 +63,11 @@ Options:
                        summary, which only peers see there; no hides it
                        from everyone but its peers. Env
                        INTERLINK_DISCOVERABLE; default yes
+    --receipts yes|no  whether to exchange signed delivery receipts with
+                       peers that take them: yes tells a sender when its
+                       message was stored, shown to the model and
+                       acknowledged, and shows how far this session's own
+                       messages got. Env INTERLINK_RECEIPTS; default yes
     --log-level LEVEL  debug, info, warn or error. Env INTERLINK_LOG_LEVEL;
                        default info
     --db PATH          accepted for compatibility and ignored. Env
@@ -84,9 +89,10 @@ func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	fset := newFlagSet(progName)
 	var f sessionFlags
 	f.register(fset)
-	var name, codexBin, logLevel, db, discoverable string
+	var name, codexBin, logLevel, db, discoverable, receipts string
 	fset.StringVar(&name, "name", "", "")
 	fset.StringVar(&discoverable, "discoverable", "", "")
+	fset.StringVar(&receipts, "receipts", "", "")
 	fset.StringVar(&codexBin, "codex-bin", "", "")
 	fset.StringVar(&logLevel, "log-level", "", "")
 	fset.StringVar(&db, "db", "", "")
@@ -108,14 +114,15 @@ func runServe(c *cli, ctx context.Context, args []string, stdin io.Reader) int {
 	cfg := agent.Config{Logger: log, Host: sc.host, KeyPath: sc.keyPath, PeersPath: sc.peersPath, URLs: sc.urls,
 		StateRoot: sc.stateRoot, WakeBudget: sc.wake, SendBudget: sc.send}
 	cfg.Name, _ = c.setting(name, "--name", "INTERLINK_NAME", "")
-	value, source = c.setting(discoverable, "--discoverable", "INTERLINK_DISCOVERABLE", "yes")
-	switch strings.ToLower(strings.TrimSpace(value)) {
-	case "yes", "true", "1":
-	case "no", "false", "0":
-		cfg.Hidden = true
-	default:
-		return c.fail(exitUsage, fmt.Sprintf("%s %q: want yes or no", source, value), helpHint)
+	discover, err := c.yesNo(discoverable, "--discoverable", "INTERLINK_DISCOVERABLE")
+	if err != nil {
+		return c.fail(exitUsage, err.Error(), helpHint)
 	}
+	withReceipts, err := c.yesNo(receipts, "--receipts", "INTERLINK_RECEIPTS")
+	if err != nil {
+		return c.fail(exitUsage, err.Error(), helpHint)
+	}
+	cfg.Hidden, cfg.NoReceipts = !discover, !withReceipts
 	if cfg.Host == host.Claude {
 		cfg.Session, err = f.sessionID(c, cfg.Host)
 		if err == nil && cfg.Session == "" {
