@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,8 +173,6 @@ func TestClaudePrintSendMessage(t *testing.T) {
 	}
 }
 
-// noticeIDRE finds the notification id in an inbox notice.
-var noticeIDRE = regexp.MustCompile(`receive_messages\(notification_id="([^"]+)"\)`)
 
 // TestClaudeStopHookWakes runs a stream-json Claude Code session with the
 // plugin from interlink-mcp setup claude. After the first turn, another

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -409,3 +410,6 @@ func writeSSE(w http.ResponseWriter, model, id string, reply modelReply) {
 	event("message_stop", map[string]any{})
 	w.Write(b.Bytes())
 }
+
+// noticeIDRE finds the notification id in an inbox notice.
+var noticeIDRE = regexp.MustCompile(`receive_messages\(notification_id="([^"]+)"\)`)
