@@ -190,6 +190,9 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	// Answer a notice with receive_messages, and its result with
 	// acknowledge_messages.
 	receive, acknowledge := fetchNotices(recv), acknowledgeFetched(recv, ack)
+	// The model holds its answer to the notice until the sender's view
+	// of the message has been checked.
+	receive, noticed, answer := hold(t, receive, 2*deliveryTimeout)
 	model := newFakeModel(t, receive, acknowledge)
 	h := newClaudeHost(t, bin, home, model.url, w.serverEnv()...)
 
@@ -212,6 +215,15 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	_, rest, _ := strings.Cut(sentText, "(msg_id ")
 	msgID, _, _ := strings.Cut(rest, ")")
 
+	// A Stop-hook notice only asks the model to fetch: while the model
+	// has the notice and has not fetched, the sender hears that the
+	// message was stored, and not that it was surfaced.
+	await(t, noticed, wakeTimeout, "inbox notice reaching the model")
+	st := peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_stored", deliveryTimeout)
+	if strings.Contains(st, "receiver_surfaced") || strings.Contains(st, "receiver_acknowledged") {
+		t.Errorf("message_status before the model fetched: %q, want receiver_stored", st)
+	}
+	answer()
 	wake := model.waitMessages(t, wakeTimeout, s.p.done, "with an inbox notice", func(r *messagesRequest) bool {
 		return strings.Contains(r.last().text(), `receive_messages(notification_id="`)
 	})
@@ -251,7 +263,7 @@ func TestClaudeStopHookWakes(t *testing.T) {
 	}
 	// The Claude session's server told the sender, in signed receipts,
 	// that the model consumed the message.
-	st := peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_acknowledged", deliveryTimeout)
+	st = peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_acknowledged", deliveryTimeout)
 	if !strings.Contains(st, "signed by self") {
 		t.Errorf("message_status of the sent message: %q, want the receipt signed by self", st)
 	}

@@ -431,6 +431,9 @@ func TestCodexQueueDaemon(t *testing.T) {
 		}
 		return codexReply{Tool: "acknowledge_messages", Args: map[string]any{"messages": receipts}}, true
 	}
+	// The model holds its answer to the notice turn until the sender's
+	// view of the message has been checked.
+	fetch, noticed, answer := hold(t, fetch, 2*deliveryTimeout)
 	model := newCodexModel(t, fetch, acknowledge)
 	h := newCodexHost(t, bin, home, model.url, e.serverEnv("INTERLINK_CODEX_BIN="+bin)...)
 	hooks := h.appServerHooks(t)
@@ -465,6 +468,18 @@ func TestCodexQueueDaemon(t *testing.T) {
 	sentText := peer.mcpCall(t, "send_message", map[string]any{"to": "self", "session": thread, "text": body})
 	_, rest, _ := strings.Cut(sentText, "(msg_id ")
 	msgID, _, _ := strings.Cut(rest, ")")
+	// codex queue took the notice, which started the turn: the sender
+	// hears that the message was surfaced before the model fetched it.
+	await(t, noticed, codexTurnTimeout, "notice turn reaching the model")
+	var status string
+	testutil.Poll(deliveryTimeout, func() bool {
+		status = peer.mcpCall(t, "message_status", map[string]any{"msg_id": msgID})
+		return strings.Contains(status, "receipt: receiver_surfaced")
+	})
+	if !strings.Contains(status, "receipt: receiver_surfaced") {
+		t.Errorf("message_status while the model holds the notice: %q, want receiver_surfaced", status)
+	}
+	answer()
 	r := model.waitResponses(t, codexTurnTimeout, "with the notice", func(r *responsesRequest) bool {
 		texts := r.userTexts()
 		return len(texts) > 0 && strings.Contains(texts[len(texts)-1], "[Interlink inbox notice]")
@@ -501,7 +516,6 @@ func TestCodexQueueDaemon(t *testing.T) {
 	}
 	// The thread's server told the sender, in signed receipts, that the
 	// model consumed the message.
-	var status string
 	testutil.Poll(deliveryTimeout, func() bool {
 		status = peer.mcpCall(t, "message_status", map[string]any{"msg_id": msgID})
 		return strings.Contains(status, "receipt: receiver_acknowledged")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -112,5 +113,40 @@ func (rc *recorder[R]) await(timeout time.Duration, done <-chan struct{}, match 
 		case <-deadline:
 			return zero, fmt.Errorf("within %v", timeout)
 		}
+	}
+}
+
+// hold wraps a rule so that the first time it applies, the fake model
+// holds its answer: it closes the returned reached channel and waits until
+// the test calls release (or at most max), so that the test can look at
+// the world while the host waits for the model. Cleanup releases it.
+func hold[Q, A any](t testing.TB, r rule[Q, A], max time.Duration) (held rule[Q, A], reached <-chan struct{}, release func()) {
+	reach, free := make(chan struct{}), make(chan struct{})
+	var reachOnce, freeOnce sync.Once
+	release = func() { freeOnce.Do(func() { close(free) }) }
+	t.Cleanup(release)
+	held = func(q Q) (A, bool) {
+		reply, ok := r(q)
+		if !ok {
+			return reply, false
+		}
+		reachOnce.Do(func() { close(reach) })
+		select {
+		case <-free:
+		case <-time.After(max):
+		}
+		return reply, true
+	}
+	return held, reach, release
+}
+
+// await waits up to timeout for ch to close; it fails the test, naming
+// what, when it does not.
+func await(t testing.TB, ch <-chan struct{}, timeout time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		t.Fatalf("no %s within %v", what, timeout)
 	}
 }
