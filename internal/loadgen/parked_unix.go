@@ -1,0 +1,36 @@
+//go:build unix
+
+package loadgen
+
+import (
+	"syscall"
+	"time"
+)
+
+// raiseFileLimit raises this process's soft limit on open files to need,
+// as far as the hard limit allows, and returns the soft and hard limits
+// it leaves. A process started afterwards inherits the raised soft limit.
+func raiseFileLimit(need uint64) (soft, hard uint64, ok bool) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, 0, false
+	}
+	if rl.Cur < need && rl.Cur < rl.Max {
+		raised := rl
+		raised.Cur = min(need, rl.Max)
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			rl = raised
+		}
+	}
+	return uint64(rl.Cur), uint64(rl.Max), true
+}
+
+// selfCPU returns the processor time this process has used, user and
+// system together, or -1 where it cannot tell.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
