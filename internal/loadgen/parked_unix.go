@@ -9,17 +9,20 @@ import (
 
 // raiseFileLimit raises this process's soft limit on open files to need,
 // as far as the hard limit allows, and returns the soft and hard limits
-// it leaves. A process started afterwards inherits the raised soft limit.
+// it leaves. A process started afterwards inherits that soft limit: the
+// Go runtime raises its own soft limit at start-up but gives children
+// the original one, unless the program has set the limit itself, as
+// this does whenever need is above 0.
 func raiseFileLimit(need uint64) (soft, hard uint64, ok bool) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0, 0, false
 	}
-	if rl.Cur < need && rl.Cur < rl.Max {
-		raised := rl
-		raised.Cur = min(need, rl.Max)
-		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
-			rl = raised
+	if need > 0 {
+		set := rl
+		set.Cur = max(rl.Cur, min(need, rl.Max))
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &set) == nil {
+			rl = set
 		}
 	}
 	return uint64(rl.Cur), uint64(rl.Max), true

@@ -3,12 +3,15 @@
 package loadgen
 
 import (
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 // TestRaiseFileLimitRaisesTheSoftLimitUpToTheHard: a soft limit below
-// what a run needs is raised to it, and never beyond the hard limit.
+// what a run needs is raised to it, for this process and those it starts
+// afterwards, and never beyond the hard limit.
 func TestRaiseFileLimitRaisesTheSoftLimitUpToTheHard(t *testing.T) {
 	var orig syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
@@ -25,6 +28,13 @@ func TestRaiseFileLimitRaisesTheSoftLimitUpToTheHard(t *testing.T) {
 	soft, hard, ok := raiseFileLimit(2000)
 	if !ok || soft != 2000 || hard != uint64(orig.Max) {
 		t.Errorf("raised to %d (hard %d, ok %v), want 2000 (hard %d)", soft, hard, ok, orig.Max)
+	}
+	// A process started now, as the bus is, has the raised limit.
+	if sh, err := exec.LookPath("sh"); err == nil {
+		out, err := exec.Command(sh, "-c", "ulimit -n").Output()
+		if got := strings.TrimSpace(string(out)); err != nil || got != "2000" {
+			t.Errorf("a child's limit: %q, %v; want 2000", got, err)
+		}
 	}
 	soft, hard, _ = raiseFileLimit(uint64(orig.Max) + 1)
 	if soft != uint64(orig.Max) || hard != uint64(orig.Max) {
