@@ -48,7 +48,8 @@ Target:
 
 Load:
     --mode MODE        roundtrip (default), pipeline, wake, floor, fill,
-                       full, boltfloor, agentsend or stall; see below
+                       full, boltfloor, agentsend, stall or parked; see
+                       below
     --senders N        concurrent senders (default 1)
     --receivers N      pipeline: receivers, each polling a route of its own
                        (default 1)
@@ -97,8 +98,10 @@ Load:
                        (default all): headers, body, chunked, getbody,
                        notfound, method, kept, keptbody, bigheader,
                        manyheaders, hugeheader, idle, poll
-    --bus-bin PATH     stall: the interlink-bus to start and measure
-                       (default: this program)
+    --polls N          parked: long-polls to park, each on a route and a
+                       connection of its own (default 1000)
+    --bus-bin PATH     stall, parked: the interlink-bus to start and
+                       measure (default: this program)
     --log-level LEVEL  log of the in-process bus and progress notes, on
                        stderr (default warn)
     -h, --help         show this help
@@ -127,6 +130,17 @@ Modes:
                open --conns connections stalled that way, read its memory
                again: rss_before is the idle bus, rss_after the bus
                holding them, per_conn the difference for one connection
+    parked     start this program (or --bus-bin) as a bus of its own,
+               raising the open-file limit to what --polls needs (or
+               saying which limit is short and how many polls fit),
+               park --polls long-polls on routes of their own, wait
+               --duration, then wake each by a send to its route:
+               per_poll is the bus's resident memory above idle for one
+               poll, bus_cpu its processor time while they wait (% of a
+               core), the latencies run from the start of a poll's send
+               to its return, lost and duplicates count polls without
+               their message and messages delivered twice; floor_p50
+               and floor_p99 are one GET /healthz on the idle bus
 
 Every line reports dials_per_op, the TCP connections the load opened per
 operation.
@@ -197,6 +211,7 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.IntVar(&cfg.Conns, "conns", 0, "")
 	fset.StringVar(&stall, "stall", "", "")
 	fset.StringVar(&busBin, "bus-bin", "", "")
+	fset.IntVar(&cfg.Polls, "polls", 0, "")
 	fset.StringVar(&logLevel, "log-level", "warn", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -215,13 +230,14 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	if stall != "" {
 		cfg.StallKinds = strings.Split(stall, ",")
 	}
+	ownBus := cfg.Mode == loadgen.ModeStall || cfg.Mode == loadgen.ModeParked
 	switch {
-	case cfg.Mode != loadgen.ModeStall && busBin != "":
-		return usageErr("--bus-bin applies to mode stall only")
-	case cfg.Mode == loadgen.ModeStall && busBin != "":
+	case !ownBus && busBin != "":
+		return usageErr("--bus-bin applies to modes stall and parked only")
+	case busBin != "":
 		cfg.BusCommand = []string{busBin}
-	case cfg.Mode == loadgen.ModeStall:
-		// Each kind is measured against a new process of this binary.
+	case ownBus:
+		// Measured against a new process of this binary.
 		self, err := selfPath()
 		if err != nil {
 			return cfg, 0, c.fail(exitError, fmt.Sprintf("bench: cannot tell where this program is: %v", err)), false

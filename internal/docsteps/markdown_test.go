@@ -25,9 +25,9 @@ const markerPrefix = "<!-- walkthrough:"
 
 // shorteningFlags are the flags a "shortened with" marker may name: they
 // change how long a run lasts or how much it loads, never what it does.
-// --duration and --rounds are interlink-bus bench's; --idle its number of
-// parked polls; -benchtime and -count go test's.
-var shorteningFlags = []string{"duration", "rounds", "idle", "benchtime", "count"}
+// --duration and --rounds are interlink-bus bench's; --idle and --polls
+// its numbers of parked polls; -benchtime and -count go test's.
+var shorteningFlags = []string{"duration", "rounds", "idle", "polls", "benchtime", "count"}
 
 // shellLangs are the info strings of fenced blocks that hold commands.
 // A fence without one holds commands only in its lines that start with a

@@ -27,10 +27,11 @@ const (
 	ModeAgentSend Mode = "agentsend"
 	ModeFull      Mode = "full"
 	ModeStall     Mode = "stall"
+	ModeParked    Mode = "parked"
 )
 
 // Modes lists every [Mode] in the order the help text gives them.
-var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeFull, ModeBoltFloor, ModeAgentSend, ModeStall}
+var Modes = []Mode{ModeRoundtrip, ModePipeline, ModeWake, ModeFloor, ModeFill, ModeFull, ModeBoltFloor, ModeAgentSend, ModeStall, ModeParked}
 
 // Store kinds for an in-process bus.
 const (
@@ -169,10 +170,13 @@ type Config struct {
 	// StallKinds names the kinds [ModeStall] measures ([StallKinds]);
 	// empty means all.
 	StallKinds []string
-	// BusCommand is what [ModeStall] runs to start each bus process:
-	// interlink-bus and any arguments, to which it adds
+	// BusCommand is what [ModeStall] and [ModeParked] run to start each
+	// bus process: interlink-bus and any arguments, to which they add
 	// --addr 127.0.0.1:0.
 	BusCommand []string
+	// Polls is how many long-polls [ModeParked] parks, each on a route
+	// and a connection of its own; 0 means [DefaultPolls].
+	Polls int
 }
 
 // Validate reports whether c describes a run that can be made. Its errors
@@ -293,8 +297,14 @@ func (c Config) withDefaults() (Config, error) {
 		return bad("negative bus pid")
 	}
 
+	if c.Polls != 0 && c.Mode != ModeParked {
+		return bad("--polls applies to mode parked only")
+	}
 	if c.Mode == ModeStall {
 		return c.stallDefaults()
+	}
+	if c.Mode == ModeParked {
+		return c.parkedDefaults()
 	}
 	if c.Conns != 0 || len(c.StallKinds) > 0 {
 		return bad("--conns and --stall apply to mode stall only")

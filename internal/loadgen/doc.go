@@ -32,6 +32,14 @@
 //     never reads it, kept idle, ...), a bus process of its own
 //     ([Config.BusCommand]) is started, its memory read, [Config.Conns]
 //     connections stalled that way opened, and its memory read again.
+//   - parked: a bus process of its own, [Config.Polls] long-polls parked
+//     on it, each on a route and a connection of its own, the open-file
+//     limit raised to what they need (or an [ErrFileLimit] error saying
+//     which process is short and how many polls fit); the bus's memory
+//     above idle and its processor time while they wait are read from
+//     /proc, then each poll is woken by a send to its route and the
+//     latency runs from the start of that send to the poll's return.
+//     Every poll must get its message once.
 //
 // With [Config.WithFloor] a run measures the floor after its scenario, with
 // the same concurrency and three requests per operation (one for wake), so

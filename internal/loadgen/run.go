@@ -109,6 +109,11 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		res, err := stall(ctx, cfg, logger)
 		rep.Results = append(rep.Results, res...)
 		return rep, cmp.Or(err, ctx.Err())
+	case ModeParked:
+		rep.Target = "a new process: " + strings.Join(cfg.BusCommand, " ")
+		res, err := parked(ctx, cfg, logger)
+		rep.Results = append(rep.Results, res)
+		return rep, cmp.Or(err, ctx.Err())
 	}
 
 	if cfg.URL == "" {

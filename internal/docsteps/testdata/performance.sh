@@ -69,6 +69,10 @@ for idle in 0 100 10000; do
   kill $PID; wait $PID
 done
 
+step "Parked polls"
+interlink-bus bench --mode parked --polls 10000 --duration 10s --polls 50 --duration 300ms
+interlink-bus bench --mode parked --polls 10000 --duration 10s --keepalive --polls 50 --duration 300ms
+
 step "Memory"
 interlink-bus --addr 127.0.0.1:9441 & PID=$!; sleep 2; grep VmRSS /proc/$PID/status; kill $PID; wait $PID
 interlink-bus --addr 127.0.0.1:9441 --db ./idle.db & PID=$!; sleep 2; grep VmRSS /proc/$PID/status; kill $PID; wait $PID

@@ -13,7 +13,8 @@
 // starts apart from it: the loopback HTTP server of a floor
 // ([LoopbackServer]), the wire stub ([WireStub]) that answers in the bus's
 // wire format and does nothing else, and bus processes ([StartProcess])
-// whose memory and open files are read from /proc. A target's memory is
+// whose memory, open files, open-file limit and processor time are read
+// from /proc. A target's memory is
 // that of this process for an in-process bus and that of a given process
 // for a bus at a URL.
 package target

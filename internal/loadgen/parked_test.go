@@ -1,0 +1,147 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/interlink-go/interlink/internal/testutil"
+)
+
+// TestParkedWakesEveryPollOnceAndReportsWhatTheyCost: the parked mode
+// parks its polls on a bus process of its own, each on a route and a
+// connection of its own, wakes every one of them with its own message,
+// and reports the bus's memory and processor time while they waited.
+func TestParkedWakesEveryPollOnceAndReportsWhatTheyCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts interlink-bus")
+	}
+	const polls = 50
+	rep, err := Run(t.Context(), Config{
+		Mode:       ModeParked,
+		Polls:      polls,
+		Senders:    4,
+		Duration:   200 * time.Millisecond,
+		BusCommand: []string{testutil.BuildBus(t)},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("%d results, want 1:\n%v", len(rep.Results), rep.Results)
+	}
+	res := rep.Results[0]
+	t.Log(res)
+	if res.Ops != polls || res.Errors != 0 || res.Latency.Count != polls {
+		t.Errorf("%d polls woken, %d latencies, %d errors; want %d, %d, 0", res.Ops, res.Latency.Count, res.Errors, polls, polls)
+	}
+	for key, want := range map[string]string{
+		"polls": "50", "parked": "50", "lost": "0", "duplicates": "0", "misrouted": "0",
+	} {
+		if got := field(res, key); got != want {
+			t.Errorf("%s=%q, want %q", key, got, want)
+		}
+	}
+	if res.Latency.P50 <= 0 || res.Latency.P99 < res.Latency.P50 {
+		t.Errorf("wake latencies %+v", res.Latency)
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	if got := field(res, "bus_conns"); got != strconv.Itoa(polls) {
+		t.Errorf("the bus holds %s connections for %d parked polls", got, polls)
+	}
+	if res.RSSBefore <= 0 || res.RSSAfter <= 0 {
+		t.Errorf("memory not read: before %d, after %d", res.RSSBefore, res.RSSAfter)
+	}
+	for _, key := range []string{"per_poll", "bus_cpu", "floor_p50", "bus_nofile"} {
+		if field(res, key) == "" {
+			t.Errorf("no %s in %v", key, res)
+		}
+	}
+	if !strings.HasSuffix(field(res, "bus_cpu"), "%") {
+		t.Errorf("bus_cpu=%q, want a percentage", field(res, "bus_cpu"))
+	}
+}
+
+// TestParkedRefusesMorePollsThanTheFileLimitAllows: asked for more polls
+// than a process may open files for, the mode says so, with the limit
+// and how many polls fit, before it starts a bus or opens a connection.
+func TestParkedRefusesMorePollsThanTheFileLimitAllows(t *testing.T) {
+	_, hard, ok := raiseFileLimit(0)
+	if !ok {
+		t.Skip("this system does not tell its open-file limit")
+	}
+	if hard >= parkedFiles(maxPolls, 1) {
+		t.Skipf("the hard limit of %d files fits more polls than the mode allows", hard)
+	}
+	fits := int(hard) - 1 - parkedMargin
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err := Run(ctx, Config{
+		Mode:  ModeParked,
+		Polls: fits + 1,
+		// A bus that never starts: the check must come first.
+		BusCommand: []string{"/nonexistent/interlink-bus"},
+	}, nil)
+	if !errors.Is(err, ErrFileLimit) {
+		t.Fatalf("err = %v, want %v", err, ErrFileLimit)
+	}
+	for _, want := range []string{strconv.FormatUint(hard, 10), "at most " + strconv.Itoa(fits) + " polls fit"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}
+
+// TestParkedFilesCountEachSideOfEveryPoll: the check allows exactly the
+// polls whose connections, senders and margin fit the limit, in the
+// load generator as in the bus, and names the process that is short.
+func TestParkedFilesCountEachSideOfEveryPoll(t *testing.T) {
+	const senders = 3
+	for _, tc := range []struct {
+		polls int
+		limit uint64
+		fits  bool
+	}{
+		{1000, 1000 + senders + parkedMargin, true},
+		{1001, 1000 + senders + parkedMargin, false},
+		{10_000, 20_000, true},
+		{1, 100, false},
+	} {
+		err := checkParkedFiles("the bus process", tc.polls, senders, tc.limit)
+		if (err == nil) != tc.fits {
+			t.Errorf("%d polls, limit %d: err = %v, want fits=%v", tc.polls, tc.limit, err, tc.fits)
+			continue
+		}
+		if err != nil && (!errors.Is(err, ErrFileLimit) || !strings.Contains(err.Error(), "the bus process")) {
+			t.Errorf("%d polls, limit %d: %v", tc.polls, tc.limit, err)
+		}
+	}
+}
+
+// TestParkedConfigKeepsItsSettingsApart: --polls is for the parked mode
+// only, and the parked mode starts its own bus.
+func TestParkedConfigKeepsItsSettingsApart(t *testing.T) {
+	bus := []string{"interlink-bus"}
+	for name, c := range map[string]Config{
+		"polls in wake":      {Mode: ModeWake, Polls: 10},
+		"url":                {Mode: ModeParked, URL: "http://127.0.0.1:1", BusCommand: bus},
+		"no bus command":     {Mode: ModeParked},
+		"too many polls":     {Mode: ModeParked, Polls: maxPolls + 1, BusCommand: bus},
+		"negative polls":     {Mode: ModeParked, Polls: -1, BusCommand: bus},
+		"wait beyond a poll": {Mode: ModeParked, Duration: idleWait, BusCommand: bus},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: err = %v, want %v", name, err, ErrConfig)
+		}
+	}
+	c, err := Config{Mode: ModeParked, BusCommand: bus}.withDefaults()
+	if err != nil || c.Polls != DefaultPolls {
+		t.Errorf("defaults: polls %d, err %v", c.Polls, err)
+	}
+}
