@@ -173,7 +173,6 @@ func TestClaudePrintSendMessage(t *testing.T) {
 	}
 }
 
-
 // TestClaudeStopHookWakes runs a stream-json Claude Code session with the
 // plugin from interlink-mcp setup claude. After the first turn, another
 // session of the same identity sends it a message; the plugin's Stop hook
