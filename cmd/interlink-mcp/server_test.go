@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -130,12 +133,13 @@ func TestServerStdinClose(t *testing.T) {
 // gate blocks one endpoint of a bus with 503 while set.
 type gate struct {
 	path    string
+	route   string // with route set, only requests whose body names it as "me"
 	blocked atomic.Bool
 }
 
 func (g *gate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if g.blocked.Load() && r.URL.Path == g.path {
+		if g.blocked.Load() && r.URL.Path == g.path && g.names(r) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte(`{"error":"blocked by the test"}`))
@@ -145,14 +149,31 @@ func (g *gate) wrap(h http.Handler) http.Handler {
 	})
 }
 
+// names reports whether r's body names g.route as "me", or true when g
+// has no route; it leaves the body for the handler to read.
+func (g *gate) names(r *http.Request) bool {
+	if g.route == "" {
+		return true
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var b struct {
+		Me string `json:"me"`
+	}
+	return err == nil && json.Unmarshal(body, &b) == nil && b.Me == g.route
+}
+
 // The two-agent end-to-end test: two identities as separate processes on
 // one bus, messages both ways, a sibling reached through self, prefix
 // routing, a task from request to result, and a receiver killed between
 // its mailbox commit and the bus ack.
 func TestTwoAgents(t *testing.T) {
-	acks := &gate{path: "/ack"}
-	url := bustest.Start(t, &bustest.Options{Wrap: acks.wrap})
 	af, bf := newAgentFiles(t), newAgentFiles(t)
+	// The receiver killed is bob's sibling, which has sent nothing and so
+	// gets no delivery receipts, only messages: acks are blocked on its
+	// route alone, and nothing else queues ahead of the message.
+	acks := &gate{path: "/ack", route: bf.pubkey() + "#b-side-7"}
+	url := bustest.Start(t, &bustest.Options{Wrap: acks.wrap})
 	af.admit(t, "bob", bf)
 	bf.admit(t, "alice", af)
 
@@ -209,28 +230,34 @@ func TestTwoAgents(t *testing.T) {
 	if got := bob.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {
 		t.Fatalf("bob not drained: %q", got)
 	}
+	for _, r := range testutil.Receipts(t, side.ok("receive_messages", map[string]any{"limit": 100})) {
+		side.ok("acknowledge_messages", map[string]any{"messages": []any{r}})
+	}
+	if got := side.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {
+		t.Fatalf("bob's sibling not drained: %q", got)
+	}
 
 	// Killed between commit and ack: the bus keeps the message, the restarted
 	// receiver gets it again, and it is shown once.
 	acks.blocked.Store(true)
-	alice.ok("send_message", map[string]any{"to": "bob", "session": "b-main", "text": "survive the crash"})
-	mailbox := filepath.Join(bf.state, "mailbox", bf.pubkey(), "b-main.json")
+	alice.ok("send_message", map[string]any{"to": "bob", "session": "b-side-7", "text": "survive the crash"})
+	mailbox := filepath.Join(bf.state, "mailbox", bf.pubkey(), "b-side-7.json")
 	waitFor(t, "the commit to bob's mailbox", func() bool {
 		data, _ := os.ReadFile(mailbox)
 		return strings.Contains(string(data), "survive the crash")
 	})
-	if err := bob.cmd.Process.Kill(); err != nil {
+	if err := side.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	bob.wait()
+	side.wait()
 	acks.blocked.Store(false)
-	bob2 := launchMCP(t, bf.env(url, "INTERLINK_SESSION=b-main", "INTERLINK_NAME=bob"))
-	bob2.initialize()
+	side2 := launchMCP(t, bf.env(url, "INTERLINK_SESSION=b-side-7"))
+	side2.initialize()
 	waitFor(t, "the redelivery to be acknowledged", func() bool {
-		d, err := relay.New(url, nil).Recv(context.Background(), bf.pubkey()+"#b-main", 0)
+		d, err := relay.New(url, nil).Recv(context.Background(), bf.pubkey()+"#b-side-7", 0)
 		return err == nil && !d.HasMessage
 	})
-	got = bob2.ok("receive_messages", nil)
+	got = side2.ok("receive_messages", nil)
 	if strings.Count(got, "survive the crash") != 1 {
 		t.Fatalf("after restart: %q", got)
 	}
@@ -238,13 +265,13 @@ func TestTwoAgents(t *testing.T) {
 	if len(rs) != 1 {
 		t.Fatalf("receipts = %v", rs)
 	}
-	if got := bob2.ok("acknowledge_messages", map[string]any{"messages": []any{rs[0]}}); !strings.HasPrefix(got, "Acknowledged 1 ") {
+	if got := side2.ok("acknowledge_messages", map[string]any{"messages": []any{rs[0]}}); !strings.HasPrefix(got, "Acknowledged 1 ") {
 		t.Errorf("ack = %q", got)
 	}
-	if got := bob2.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {
+	if got := side2.ok("receive_messages", nil); !strings.HasPrefix(got, "No unread") {
 		t.Errorf("shown twice: %q", got)
 	}
-	for _, p := range []*mcpProc{alice, bob2, side} {
+	for _, p := range []*mcpProc{alice, bob, side2} {
 		if code := p.closeAndWait(); code != 0 {
 			t.Errorf("exit status %d", code)
 		}
