@@ -173,3 +173,40 @@ func announcementJSON(t *testing.T, a identity.Announcement) string {
 	}
 	return string(b)
 }
+
+// A 304 answers only a request that named a tag: from a relay never asked
+// with one it is a failure, not an empty roster, and a relay's 304 only
+// ever brings back what that same relay served.
+func TestUnaskedNotModifiedIsAFailure(t *testing.T) {
+	base := startFake(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotModified) })
+	r := FetchRoster(t.Context(), []*Client{New(base, nil)})
+	if r.Available != 0 || len(r.Failures) != 1 || !strings.Contains(r.Failures[0], "304") {
+		t.Errorf("roster from a relay that answers 304 unasked: %+v", r)
+	}
+	r = FetchRosterOf(t.Context(), []*Client{New(base, nil)}, testutil.Signer(t, 3).Public())
+	if r.Available != 0 || len(r.Failures) != 1 {
+		t.Errorf("lookup from a relay that answers 304: %+v", r)
+	}
+}
+
+func TestNotModifiedBringsBackTheSameRelaysRoster(t *testing.T) {
+	alpha, beta := testutil.Signer(t, 3), testutil.Signer(t, 4)
+	serve := func(s *identity.Signer, name string) string {
+		elem := announcementJSON(t, s.Announce(name, session("s"), identity.Millis(testEpoch)))
+		return startFake(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("If-None-Match") == `W/"same"` {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+			w.Header().Set("ETag", `W/"same"`)
+			_, _ = w.Write([]byte(`{"roster":[` + elem + `]}`))
+		})
+	}
+	a, b := New(serve(alpha, "alpha"), nil), New(serve(beta, "beta"), nil)
+	for range 2 {
+		r := FetchRoster(t.Context(), []*Client{a, b})
+		if len(r.Entries) != 2 || r.Entries[0].Key != alpha.Public() || r.Entries[1].Key != beta.Public() {
+			t.Fatalf("two relays with the same tag: %+v", r.Entries)
+		}
+	}
+}
