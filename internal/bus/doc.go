@@ -16,9 +16,14 @@
 //	POST /ack         {"me":route,"ack":key}           200, empty body; 403
 //	POST /announce    any object with a string pubkey  202, empty body
 //	POST /unregister  the same shape                   202, empty body
-//	GET  /roster                                       200 {"roster":[...]}
+//	GET  /roster      [?keys=K1,K2,...]                200 {"roster":[...]} with an ETag; 304 on If-None-Match
 //	GET  /healthz                                      200 {"status":"ok"}; 503 while the store is down
 //	GET  /                                             200 the status page (HTML)
+//
+// A /roster answer carries a weak ETag that names the entries listed and
+// when each was announced (not their ages); a request whose If-None-Match
+// names it gets 304 and no body. keys, 1 to 32 public keys separated by
+// commas, lists only the entries of those keys (see [Server.listRoster]).
 //
 // GET routes also answer HEAD. Every response other than 2xx carries a JSON
 // body {"error":"..."}; a failed long-poll answers

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -53,6 +54,9 @@ type roster struct {
 	head, tail *rosterEntry
 	bytes      int             // sum of cost() over entries; guarded by mu
 	snap       *rosterSnapshot // nil after a change; guarded by mu
+	// limit replaces [RosterCap] when set; only benchmarks set it, to
+	// measure listings of rosters larger than a bus holds.
+	limit int
 }
 
 // rosterEntry is one announcement. key, fields, at and rev are fixed once
@@ -62,6 +66,7 @@ type rosterEntry struct {
 	fields     []byte // see [wire.Announce]
 	at         int64  // receipt time, Unix ms
 	rev        uint64 // its revision in a shared roster's log; 0 otherwise
+	fsum       uint64 // fieldsSum(fields), set by put
 	prev, next *rosterEntry
 	// view is the entry as the status page shows it, read from fields
 	// the first time the page shows the entry; see statusView.
@@ -97,6 +102,7 @@ func (ro *roster) put(e *rosterEntry, now int64) (evicted []*rosterEntry, stored
 	if e.cost() > rosterBudget {
 		return nil, false
 	}
+	e.fsum = fieldsSum(e.fields)
 	ro.mu.Lock()
 	defer ro.mu.Unlock()
 	if ro.entries == nil {
@@ -108,7 +114,7 @@ func (ro *roster) put(e *rosterEntry, now int64) (evicted []*rosterEntry, stored
 	if old := ro.entries[e.key]; old != nil {
 		ro.unlink(old)
 	}
-	for len(ro.entries) >= RosterCap || ro.bytes+e.cost() > rosterBudget {
+	for len(ro.entries) >= cmp.Or(ro.limit, RosterCap) || ro.bytes+e.cost() > rosterBudget {
 		evicted = append(evicted, ro.head)
 		ro.unlink(ro.head)
 	}
@@ -178,11 +184,17 @@ func (ro *roster) size() int {
 // It is never changed once made, so listings use it without the lock.
 type rosterSnapshot struct {
 	items []snapItem
+	// oldest is the earliest receipt time among items (0 without items),
+	// and tag the entity tag of a listing of every item, valid while none
+	// of them has expired; see [Server.rosterView].
+	oldest int64
+	tag    string
 }
 
 // snapItem is one entry of a snapshot.
 type snapItem struct {
 	fields []byte
+	sum    uint64 // fieldsSum(fields)
 	at     int64
 	entry  *rosterEntry // for the status page's view of it
 }
@@ -202,8 +214,12 @@ func (ro *roster) snapshot() *rosterSnapshot {
 	slices.SortFunc(keyed, func(a, b *rosterEntry) int { return strings.Compare(a.key, b.key) })
 	snap := &rosterSnapshot{items: make([]snapItem, len(keyed))}
 	for i, e := range keyed {
-		snap.items[i] = snapItem{fields: e.fields, at: e.at, entry: e}
+		snap.items[i] = snapItem{fields: e.fields, sum: e.fsum, at: e.at, entry: e}
+		if i == 0 || e.at < snap.oldest {
+			snap.oldest = e.at
+		}
 	}
+	snap.tag = listingTag(snap.items)
 	ro.snap = snap
 	return snap
 }
@@ -301,7 +317,10 @@ func (s *Server) rosterUpdate(r *http.Request, body []byte, signed, announce boo
 
 // listRoster serves GET /roster: every live announcement as it was sent,
 // with "age_ms" set to the time since it arrived (replacing any age_ms the
-// sender put in), in roster key order.
+// sender put in), in roster key order. With the query keys=K1,K2,...
+// ([wire.DecodeRosterQuery]) it lists only the entries of those keys, so
+// an agent that knows whom it writes to reads a few entries, not the
+// roster.
 //
 // Each entry's fields were encoded once, when it was announced, and the
 // sorted list of them once per change of the roster. A listing only
@@ -309,6 +328,9 @@ func (s *Server) rosterUpdate(r *http.Request, body []byte, signed, announce boo
 // Content-Length, then writes it piece by piece. However many clients list
 // a full roster at once, each costs the bus little more than its
 // connection, never a copy of the roster.
+//
+// Every answer carries an entity tag (see [Server.rosterView]); a request
+// whose If-None-Match names it gets 304 and no body.
 //
 // A signed request is verified and a bad signature refused, as on every
 // route; an unsigned one takes a token of its address's bucket. The
@@ -329,22 +351,17 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 		}
 		requester = &key
 	}
+	q, err := wire.DecodeRosterQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
 	now := s.millis()
-	snap := s.roster.snapshot()
-	// With AuthRequired each entry is served as its requester may see it
-	// (entryPrivacy); the choice is made once, here, for both passes.
-	items := snap.items
-	if s.guard.mode == AuthRequired {
-		items = make([]snapItem, 0, len(snap.items))
-		for _, it := range snap.items {
-			if age(it.at, now) >= rosterRetainMs {
-				continue
-			}
-			if f := privacyOf(it.entry).fieldsFor(requester); f != nil {
-				it.fields = f
-				items = append(items, it)
-			}
-		}
+	items, tag := s.rosterView(s.roster.snapshot(), q.Keys, requester, now)
+	h := w.Header()
+	s.setRosterHeaders(h, tag)
+	if tagMatches(r.Header.Values("If-None-Match"), tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
 	}
 	n, live := len(wire.RosterOpen)+len(wire.RosterClose), 0
 	for _, it := range items {
@@ -355,7 +372,6 @@ func (s *Server) listRoster(w http.ResponseWriter, r *http.Request) error {
 		n += wire.RosterEntryLen(live == 0, a, len(it.fields))
 		live++
 	}
-	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(http.StatusOK)

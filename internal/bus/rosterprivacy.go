@@ -26,6 +26,8 @@ type entryPrivacy struct {
 	p      *identity.Private // nil without a verified extension
 	full   []byte            // fields without the extension's members
 	public []byte            // fields of the public variant, or nil
+	// fullSum and publicSum are fieldsSum of full and public.
+	fullSum, publicSum uint64
 }
 
 // privacyOf returns the privacy view of e, deriving it on first use.
@@ -34,6 +36,7 @@ func privacyOf(e *rosterEntry) *entryPrivacy {
 		return v
 	}
 	v := newPrivacy(e.fields)
+	v.fullSum, v.publicSum = fieldsSum(v.full), fieldsSum(v.public)
 	e.priv.CompareAndSwap(nil, v)
 	return e.priv.Load()
 }
@@ -73,16 +76,16 @@ func newPrivacy(fields []byte) *entryPrivacy {
 }
 
 // fieldsFor returns what requester (nil when the request is unsigned)
-// sees of the entry: its full fields, its public variant, or nil for
-// nothing.
-func (v *entryPrivacy) fieldsFor(requester *identity.PublicKey) []byte {
+// sees of the entry, with its fieldsSum: its full fields, its public
+// variant, or nil for nothing.
+func (v *entryPrivacy) fieldsFor(requester *identity.PublicKey) ([]byte, uint64) {
 	if requester != nil {
 		if v.p != nil && v.p.Reads(*requester) {
-			return v.full
+			return v.full, v.fullSum
 		}
 		if v.p == nil && requester.String() == v.owner {
-			return v.full
+			return v.full, v.fullSum
 		}
 	}
-	return v.public
+	return v.public, v.publicSum
 }

@@ -123,6 +123,10 @@ type Options struct {
 	// against its key. Nil sends unsigned requests, as the original's
 	// agents do.
 	Signer reqsign.Signer
+	// Now is the clock that stamps signatures, notices gaps and ages a
+	// revalidated roster ([Client.RosterRevalidated]); nil means
+	// time.Now. Tests that move a bus's clock give the client the same.
+	Now func() time.Time
 }
 
 // Client talks to one relay. It is safe for concurrent use.
@@ -146,6 +150,8 @@ type Client struct {
 	// maxBody is the relay's limit on /send bodies from the last answer
 	// that gave one, or 0; see [Client.MaxBody].
 	maxBody atomic.Int64
+	// kept is the last whole roster the relay served, for revalidation.
+	kept keptRoster
 }
 
 // New returns a client for the relay at baseURL, which should come from
@@ -159,7 +165,7 @@ func New(baseURL string, opts *Options) *Client {
 		hc:     opts.HTTPClient,
 		poll:   opts.HTTPClient,
 		log:    opts.Logger,
-		now:    time.Now,
+		now:    opts.Now,
 		signer: opts.Signer,
 	}
 	if c.hc == nil {
@@ -171,6 +177,9 @@ func New(baseURL string, opts *Options) *Client {
 		c.hc, short = defaultHTTPClient(dial)
 		c.poll, long = defaultHTTPClient(dial)
 		c.own = []*http.Transport{short, long}
+	}
+	if c.now == nil {
+		c.now = time.Now
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -339,6 +348,21 @@ func (c *Client) Roster(ctx context.Context) ([]json.RawMessage, error) {
 // or the network dropped fails this way, and the second try dials a new
 // one. A failure on a new connection is returned as it is.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte, timeout time.Duration, limit int64) ([]byte, error) {
+	r, err := c.exchange(ctx, op, method, path, body, timeout, limit, nil)
+	return r.body, err
+}
+
+// exchanged is what [Client.exchange] keeps of an answer.
+type exchanged struct {
+	body   []byte
+	status int
+	header http.Header
+}
+
+// exchange is [Client.do] with extra request headers (nil for none),
+// keeping the answer's status and headers. A request with If-None-Match
+// also takes 304 as an answer, with no body.
+func (c *Client) exchange(ctx context.Context, op, method, path string, body []byte, timeout time.Duration, limit int64, hdr http.Header) (exchanged, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hc := c.hc
@@ -355,7 +379,10 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		var reused atomic.Bool
 		req, err = c.newRequest(ctx, method, path, body, &reused)
 		if err != nil {
-			return nil, fmt.Errorf("relay: %s request failed: %w", op, err)
+			return exchanged{}, fmt.Errorf("relay: %s request failed: %w", op, err)
+		}
+		for k, v := range hdr {
+			req.Header[k] = v
 		}
 		resp, err = hc.Do(req)
 		if err == nil || !reused.Load() || try > 0 || !repeatable[op] || ctx.Err() != nil {
@@ -364,28 +391,34 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte, t
 		c.log.Debug("relay connection was dead; trying a new one", "relay", c.base, "op", op, "err", err)
 	}
 	if err != nil {
-		return nil, transportError(op, c.base, err)
+		return exchanged{}, transportError(op, c.base, err)
 	}
 	defer resp.Body.Close()
 	c.noteMaxBody(resp.Header)
+	r := exchanged{status: resp.StatusCode, header: resp.Header}
+	if resp.StatusCode == http.StatusNotModified && hdr.Get("If-None-Match") != "" {
+		_, _ = io.CopyN(io.Discard, resp.Body, smallLimit)
+		return r, nil
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if err := tlsfiles.CheckResponse(resp); err != nil {
-			return nil, &TLSError{Op: op, URL: c.base, Sentence: tlsfiles.Explain(err), Err: err}
+			return exchanged{}, &TLSError{Op: op, URL: c.base, Sentence: tlsfiles.Explain(err), Err: err}
 		}
-		return nil, statusError(req, op, resp)
+		return exchanged{}, statusError(req, op, resp)
 	}
 	if limit == 0 {
 		_, _ = io.CopyN(io.Discard, resp.Body, smallLimit)
-		return nil, nil
+		return r, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("relay: %s: read reply: %w", op, err)
+		return exchanged{}, fmt.Errorf("relay: %s: read reply: %w", op, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%w: %s from %s: over %d bytes", ErrTooLarge, op, c.base, limit)
+		return exchanged{}, fmt.Errorf("%w: %s from %s: over %d bytes", ErrTooLarge, op, c.base, limit)
 	}
-	return b, nil
+	r.body = b
+	return r, nil
 }
 
 // MaxBody returns the largest /send request body the relay takes, as the

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,7 +61,33 @@ type Roster struct {
 // failure: a relay can store anything anyone posted, and junk must never
 // hide the entries that verify. How many were skipped, and why, is logged
 // once per relay at debug level.
+//
+// Each relay is asked with the tag of the roster it last served
+// ([Client.RosterRevalidated]): one whose roster has not changed answers
+// 304, and its kept roster is used with the ages moved on.
 func FetchRoster(ctx context.Context, clients []*Client) Roster {
+	return fetch(ctx, clients, nil, func(c *Client) ([]json.RawMessage, time.Duration, error) {
+		return c.RosterRevalidated(ctx)
+	})
+}
+
+// FetchRosterOf is [FetchRoster] for the entries of keys alone (at most
+// [wire.MaxRosterKeys]), read by the lookup [Client.RosterOf]: what a
+// send to a known peer needs, in a few hundred bytes per relay however
+// large the roster is. On a relay that serves each requester its own
+// listing, it is also how a peer's details reach the agents it names as
+// readers.
+func FetchRosterOf(ctx context.Context, clients []*Client, keys ...identity.PublicKey) Roster {
+	return fetch(ctx, clients, keys, func(c *Client) ([]json.RawMessage, time.Duration, error) {
+		elems, err := c.RosterOf(ctx, keys)
+		return elems, 0, err
+	})
+}
+
+// fetch reads every relay's roster with read and merges the answers as
+// [FetchRoster] describes, keeping the entries of keys alone unless keys
+// is empty.
+func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, read func(*Client) ([]json.RawMessage, time.Duration, error)) Roster {
 	type result struct {
 		elems       []identity.Announcement
 		err         error
@@ -69,7 +97,7 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
-			raw, err := c.Roster(ctx)
+			raw, since, err := read(c)
 			if err != nil {
 				results[i].err = err
 				return
@@ -80,6 +108,10 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 				if err != nil {
 					results[i].undecodable++
 					continue
+				}
+				if a.AgeMS != nil && since > 0 {
+					aged := *a.AgeMS + uint64(since.Milliseconds())
+					a.AgeMS = &aged
 				}
 				anns = append(anns, a)
 			}
@@ -101,6 +133,9 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 			key, err := a.Verify()
 			if err != nil {
 				badSig++
+				continue
+			}
+			if len(keys) > 0 && !slices.Contains(keys, key) {
 				continue
 			}
 			route := key.String() + "#" + a.Session.SessionID

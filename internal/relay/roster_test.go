@@ -15,7 +15,7 @@ import (
 
 func TestAnnounceRosterUnregister(t *testing.T) {
 	base, clk := startBus(t)
-	c := New(base, nil)
+	c := New(base, &Options{Now: clk.now})
 	ctx := t.Context()
 	s := testutil.Signer(t, 3)
 	a := s.Announce("alpha", session("s1"), identity.Millis(testEpoch))

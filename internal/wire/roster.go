@@ -4,7 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // The frame of a /roster answer: {"roster":[ENTRY,ENTRY,...]}, each entry
@@ -243,4 +248,57 @@ func (s *jsonScanner) str() error {
 		s.i++
 	}
 	return s.syntax("unterminated string")
+}
+
+// MaxRosterKeys is the most keys one filtered /roster query may ask for.
+// An agent asks for the one peer it sends to; the bound keeps the query
+// within any proxy's line limit (each key is 43 characters) and the work
+// of one lookup small.
+const MaxRosterKeys = 32
+
+// RosterQuery is the query of GET /roster. Without keys the answer is the
+// whole roster, as the original serves it; with keys, only the entries
+// whose pubkey member is one of them.
+type RosterQuery struct {
+	// Keys holds the asked keys in their canonical text form, sorted and
+	// without duplicates; nil means the whole roster.
+	Keys []string
+}
+
+// DecodeRosterQuery parses a /roster query with form rules. Only "keys"
+// is read: a comma-separated list of 1 to [MaxRosterKeys] public keys,
+// given once. Other parameters are ignored, as they always were. Its
+// errors wrap [ErrQuery].
+func DecodeRosterQuery(raw string) (RosterQuery, error) {
+	if raw == "" {
+		return RosterQuery{}, nil
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return RosterQuery{}, fmt.Errorf("%w: %v", ErrQuery, err)
+	}
+	vals, ok := q["keys"]
+	if !ok {
+		return RosterQuery{}, nil
+	}
+	if len(vals) > 1 {
+		return RosterQuery{}, fmt.Errorf("%w: keys given twice; list them once, separated by commas", ErrQuery)
+	}
+	if vals[0] == "" {
+		return RosterQuery{}, fmt.Errorf("%w: keys is empty; omit it to list the whole roster", ErrQuery)
+	}
+	parts := strings.Split(vals[0], ",")
+	if len(parts) > MaxRosterKeys {
+		return RosterQuery{}, fmt.Errorf("%w: %d keys asked, at most %d", ErrQuery, len(parts), MaxRosterKeys)
+	}
+	keys := make([]string, 0, len(parts))
+	for i, p := range parts {
+		k, err := identity.ParsePublicKey(p)
+		if err != nil {
+			return RosterQuery{}, fmt.Errorf("%w: key %d of keys is not a public key: %v", ErrQuery, i+1, err)
+		}
+		keys = append(keys, k.String())
+	}
+	slices.Sort(keys)
+	return RosterQuery{Keys: slices.Compact(keys)}, nil
 }

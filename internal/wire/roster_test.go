@@ -3,7 +3,11 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
+
+	"github.com/interlink-go/interlink/internal/identity"
 )
 
 // FuzzRosterElements: splitting a roster reply never panics, and for any
@@ -90,6 +94,37 @@ func FuzzAnnounceListsBack(f *testing.F) {
 		got, _ := json.Marshal(listed)
 		if !bytes.Equal(want, got) {
 			t.Fatalf("listed %s, announced %s", got, want)
+		}
+	})
+}
+
+// A /roster query either fails with ErrQuery or yields 1 to MaxRosterKeys
+// canonical keys, sorted and distinct, each of which parses back to
+// itself; no query is a lookup of nothing.
+func FuzzDecodeRosterQuery(f *testing.F) {
+	k := "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"
+	for _, s := range []string{"", "keys=" + k, "keys=" + k + "," + k, "keys=", "keys=a&keys=b", "x=1", "keys=%zz", "keys=" + k + "%2C" + k} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := DecodeRosterQuery(raw)
+		if err != nil {
+			if !errors.Is(err, ErrQuery) {
+				t.Fatalf("%q: error %v does not wrap ErrQuery", raw, err)
+			}
+			return
+		}
+		if q.Keys == nil {
+			return
+		}
+		if len(q.Keys) == 0 || len(q.Keys) > MaxRosterKeys || !slices.IsSorted(q.Keys) || len(slices.Compact(slices.Clone(q.Keys))) != len(q.Keys) {
+			t.Fatalf("%q: keys %q", raw, q.Keys)
+		}
+		for _, key := range q.Keys {
+			p, err := identity.ParsePublicKey(key)
+			if err != nil || p.String() != key {
+				t.Fatalf("%q: key %q is not canonical: %v", raw, key, err)
+			}
 		}
 	})
 }

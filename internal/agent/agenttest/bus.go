@@ -2,6 +2,7 @@ package agenttest
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 	"testing"
@@ -58,6 +59,13 @@ func (s *Switchable) Count(path string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[path]
+}
+
+// Counts returns how many requests arrived, by path.
+func (s *Switchable) Counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.counts)
 }
 
 // Wrap wraps the bus handler h.

@@ -44,11 +44,13 @@ const (
 // pickTarget picks the session of key that a message from s, a session of
 // own, goes to: the one hint names, or the one routing chooses (see
 // route.Select) from the verified rosters of relays, the session the peer
-// last wrote from and, for the own key, every session but this one.
+// last wrote from and, for the own key, every session but this one. It
+// reads only key's entries from each relay (relay.FetchRosterOf), never
+// the whole roster.
 func (m *Messaging) pickTarget(ctx context.Context, s *MessagingSession, key identity.PublicKey, label, hint string) (target, error) {
 	t := target{key: key, label: label}
 	self := key == m.Signer.Public()
-	ros := relay.FetchRoster(ctx, m.Relays)
+	ros := relay.FetchRosterOf(ctx, m.Relays, key)
 	learnCaps(ctx, m.Sealing, m.Log, ros, func(k identity.PublicKey) bool { return k == key })
 	var entries []relay.Entry
 	for _, e := range ros.Entries {

@@ -110,6 +110,11 @@ healthy 9440
 interlink-bus bench --url http://127.0.0.1:9440 --bus-pid $PID --mode full --size 16 --routes 1000000 --senders 4 --keepalive --duration 4m --duration 300ms
 kill $PID; wait $PID
 
+step "A roster of 10,000 sessions"
+go test -run='^$' -bench='RosterScale' -benchtime=2s -count=3 ./internal/bus -benchtime=1x -count=1
+go test -count=3 -run='TestSendToAKnownPeerReadsItsEntriesAlone' -v ./internal/agent/tools
+go test -count=1 -run='TestIdleAgentMakesAtMostThreeRequestsAMinuteBesidesItsPoll' -v ./internal/agent
+
 step "Agent"
 go test -run='^$' -bench=StartToInitialize -benchtime=200x -count=3 ./cmd/interlink-mcp -benchtime=1x -count=1
 go test -run='^$' -bench=SendToCommit -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
