@@ -237,7 +237,7 @@ func TestOpenNATSRefusesWhatItCannotChange(t *testing.T) {
 		stream string
 		want   []ConfigMismatch
 	}{
-		{"TINY", []ConfigMismatch{{Field: "max_bytes", Have: "16384", Want: "134217728 (or at least 8388544, the longest message)"}}},
+		{"TINY", []ConfigMismatch{{Field: "max_bytes", Have: "16384", Want: "134217728 (or at least 8388480, the longest message)"}}},
 		{"FOREIGN", []ConfigMismatch{{Field: "discard", Have: "DiscardOld", Want: "DiscardNew"}, {Field: "max_bytes", Have: "unlimited", Want: "134217728"}}},
 		{"CAP", []ConfigMismatch{{Field: "max_msgs_per_subject", Have: "10", Want: "1024"}}},
 	} {
