@@ -123,7 +123,9 @@ func (o *Options) timeout() time.Duration {
 //
 // Peek and Delete read from the stream leader, never from a replica that
 // may lag, so a message stored through one process is seen by the next Peek
-// of any other.
+// of any other. A stream of one replica allows direct gets, which the
+// stream answers itself; a stream of several is read through the
+// JetStream API, which its leader answers.
 //
 // Bytes. The stream's max_bytes is the total byte bound, and its discard
 // policy is "new": the server refuses a publish that would take the
@@ -137,13 +139,25 @@ func (o *Options) timeout() time.Duration {
 // refuses a publish that would go over even when the per-subject cap
 // would make room by discarding an older one.
 //
-// The dropped count. The server does not report what a publish discarded,
-// so Enqueue counts the route's messages before it publishes, and Enqueue
-// and Delete take turns per route within one process. With one writing
-// process the count is exact. With several, an Enqueue or Delete of the
-// same route in another process between the count and the publish makes
-// the report off by the number of such operations, in either direction;
-// the stored queue is still exact, since the server applies the cap.
+// The dropped count. The server does not report what a publish
+// discarded. A store remembers, for the routes it sent to recently, the
+// sequence last on the route and at most how many messages the route
+// holds, and publishes on the condition that this sequence is still the
+// last (JetStream's expected last subject sequence; a route it does not
+// know it takes to be empty). While that bound leaves room under the cap
+// nothing can be dropped, and a send is one request. When another
+// process sent to the route since, the server refuses the publish and
+// says what is last now; Enqueue counts the route and publishes on the new
+// condition. When the bound reaches the cap, Enqueue counts the route
+// before it publishes. Enqueue and Delete take turns per route within one
+// process. A report of no drop is exact; a report of a drop is exact with
+// one writing process, and with several it may count a message that
+// another process deleted between the count and the publish. After three
+// refusals in a row Enqueue counts and publishes without a condition, as
+// a route that several processes send to at once needs, and the report is
+// then off by the sends and deletes of other processes in between, in
+// either direction; the stored queue is always exact, since the server
+// applies the cap.
 //
 // While the connection is down, methods fail at once with an error
 // wrapping [ErrUnreachable] instead of waiting for it; the connection is
