@@ -143,3 +143,31 @@ func TestNATSDirectGetsOnlyOnOneServer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// What a store remembers of routes' tails stays bounded, and its own
+// deletes keep each bound an upper bound: deleting the last message of a
+// route the bound says is now empty makes the route known empty, and
+// deleting it while others may remain forgets the route.
+func TestRouteTailsBoundedAndKeptByDeletes(t *testing.T) {
+	var r routeTails
+	for i := range routeTailsMax + 10 {
+		r.set(itoa(i), uint64(i+1), 1)
+	}
+	if n := r.len(); n != routeTailsMax {
+		t.Fatalf("%d routes remembered, want %d", n, routeTailsMax)
+	}
+	r.set("a", 7, 2)
+	r.deleted("a", 6) // an older one
+	if last, n, ok := r.get("a"); !ok || last != 7 || n != 1 {
+		t.Fatalf("after deleting an older message: %d, %d, %v; want 7, 1, true", last, n, ok)
+	}
+	r.deleted("a", 7)
+	if last, n, ok := r.get("a"); !ok || last != 0 || n != 0 {
+		t.Fatalf("after deleting the last one: %d, %d, %v; want 0, 0, true", last, n, ok)
+	}
+	r.set("b", 9, 3)
+	r.deleted("b", 9)
+	if _, _, ok := r.get("b"); ok {
+		t.Fatal("a route whose last message went while others may remain is still remembered")
+	}
+}
