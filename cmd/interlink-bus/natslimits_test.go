@@ -191,7 +191,7 @@ func TestBusUpdatesTheStreamOfAnOlderBus(t *testing.T) {
 	p := natsBus(t, srv, "OLDBUS")
 	defer p.stop(t)
 	if l := logLines(p.logs.String(), "stream brought up to date"); len(l) != 1 ||
-		!strings.Contains(l[0], `changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 134217728"`) {
+		!strings.Contains(l[0], `changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 134217728, allow_direct false -> true"`) {
 		t.Errorf("want one line saying what changed, got %q:\n%s", l, p.logs)
 	}
 	if got := drain(t, p.base, "K#old"); strings.Join(got, " ") != `"one" "two"` {

@@ -2,8 +2,9 @@ package nats
 
 import "sync"
 
-// What a [Store] store keeps in its own process: turns per route, and the
-// routes of the sequences it peeked.
+// What a [Store] store keeps in its own process: turns per route, the
+// routes of the sequences it peeked, and the tails of the routes it sent
+// to.
 
 // routeTurns lets the operations of one route run one at a time, so that
 // Enqueue's count and publish see no Delete or Enqueue of the same route
