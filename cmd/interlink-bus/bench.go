@@ -42,9 +42,10 @@ Target:
                        natsbench)
     --nats-sync-always that server writes each message to disk before it
                        acknowledges it (default: every two minutes)
-    --buses N          --store nats: 1 (default) or 2 buses on one stream;
+    --buses N          --store nats: 1 (default) to 3 buses on one stream;
                        with 2, sends go through the first bus and polls and
-                       acks through the second
+                       acks through the second; with 3, polls through the
+                       second and acks through the third
 
 Load:
     --mode MODE        roundtrip (default), pipeline, wake, floor, fill,

@@ -59,7 +59,7 @@ func TestBusServesOnAStockNATSServer(t *testing.T) {
 
 	warn := logLines(p.logs.String(), "the NATS server's max_payload limits message bodies; a larger /send gets 413")
 	if len(warn) != 1 || !strings.Contains(warn[0], "max_body="+want+" max_payload=1048576") ||
-		!strings.Contains(warn[0], "set max_payload to 2097280 or more") {
+		!strings.Contains(warn[0], "set max_payload to 2097344 or more") {
 		t.Errorf("want one warning naming the limit and the max_payload for 2 MiB, got %q:\n%s", warn, p.logs)
 	}
 	if l := logLines(p.logs.String(), "bus listening"); len(l) != 1 || !strings.HasSuffix(l[0], "max_body="+want) {
@@ -191,7 +191,7 @@ func TestBusUpdatesTheStreamOfAnOlderBus(t *testing.T) {
 	p := natsBus(t, srv, "OLDBUS")
 	defer p.stop(t)
 	if l := logLines(p.logs.String(), "stream brought up to date"); len(l) != 1 ||
-		!strings.Contains(l[0], `changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 134217728"`) {
+		!strings.Contains(l[0], `changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 134217728, allow_direct false -> true"`) {
 		t.Errorf("want one line saying what changed, got %q:\n%s", l, p.logs)
 	}
 	if got := drain(t, p.base, "K#old"); strings.Join(got, " ") != `"one" "two"` {

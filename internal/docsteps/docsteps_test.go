@@ -211,7 +211,7 @@ func TestPerformanceAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := runScript(t, performance, dir, freshEnv(t, t.TempDir(), self), 9440, 9441)
+	out := runScript(t, performance, dir, freshEnv(t, t.TempDir(), self), 9440, 9441, 9442, 9443, 4222)
 	if m := regexp.MustCompile(`(?m)^.*\berrors=[1-9].*$`).FindString(out); m != "" {
 		t.Errorf("a benchmark reported errors:\n%s", m)
 	}

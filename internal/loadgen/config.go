@@ -99,9 +99,11 @@ type Config struct {
 	// always); by default it does so every two minutes.
 	NATSSyncAlways bool
 	// Buses is the number of in-process buses on Store nats, 1 (the
-	// default) or 2. With 2, sends go through the first and polls and
+	// default) to 3. With 2, sends go through the first and polls and
 	// acknowledgements through the second, so every delivery crosses
-	// from one bus to the other through JetStream.
+	// from one bus to the other through JetStream; with 3, sends through
+	// the first, polls through the second and acknowledgements through
+	// the third.
 	Buses int
 
 	// Mode is the scenario; empty means [ModeRoundtrip].

@@ -20,7 +20,8 @@ func TestValidateNATS(t *testing.T) {
 	}{
 		{"nats at a url", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222"}, ""},
 		{"two buses", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", Buses: 2}, ""},
-		{"three buses", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", Buses: 3}, "want 1 or 2"},
+		{"three buses", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", Buses: 3}, ""},
+		{"four buses", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", Buses: 4}, "want 1 to 3"},
 		{"two buses on memory", Config{Buses: 2}, "nats store"},
 		{"nats url on bolt", Config{Store: StoreBolt, NATSURL: "nats://127.0.0.1:4222"}, "nats store"},
 		{"sync for a server at a url", Config{Store: StoreNATS, NATSURL: "nats://127.0.0.1:4222", NATSSyncAlways: true}, "this process starts"},
@@ -49,7 +50,7 @@ func TestValidateNATS(t *testing.T) {
 	}
 }
 
-// Runs on the nats store, one bus or two, complete without errors, report
+// Runs on the nats store, on one bus to three, complete without errors, report
 // what ran where, and leave no stream behind on the server.
 func TestRunOnNATS(t *testing.T) {
 	srv := natstest.Start(t, nil)
@@ -61,6 +62,7 @@ func TestRunOnNATS(t *testing.T) {
 		{ModeRoundtrip, 1, "in-process bus, nats store on NATS at "},
 		{ModeWake, 2, "two in-process buses, nats store on NATS at "},
 		{ModePipeline, 2, "two in-process buses"},
+		{ModePipeline, 3, "three in-process buses"},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			cfg := Config{Mode: tc.mode, Store: StoreNATS, NATSURL: srv.URL(), Buses: tc.buses, Duration: short,

@@ -22,8 +22,8 @@ func (c Config) natsDefaults() (Config, error) {
 		return c, nil
 	}
 	switch {
-	case c.Buses < 1 || c.Buses > 2:
-		return bad("%d buses: want 1 or 2", c.Buses)
+	case c.Buses < 1 || c.Buses > 3:
+		return bad("%d buses: want 1 to 3", c.Buses)
 	case c.NATSURL != "" && c.NATSSyncAlways:
 		return bad("the sync setting applies to the server this process starts, not to one at a URL")
 	case c.NATSURL == "" && !target.EmbeddedNATS:

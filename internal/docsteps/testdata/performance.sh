@@ -99,6 +99,24 @@ for store in memory bolt nats "nats --nats-sync-always" "nats --buses 2"; do
   ./interlink-bus bench --store $store --mode pipeline --senders 32 --receivers 32 --duration 5s --with-floor --duration 300ms
   ./interlink-bus bench --store $store --mode wake --duration 5s --with-floor --duration 300ms
 done
+for store in bolt nats; do
+  ./interlink-bus bench --store $store --mode roundtrip --duration 5s --duration 300ms
+  ./interlink-bus bench --store $store --mode pipeline --senders 32 --receivers 32 --duration 5s --duration 300ms
+done
+for buses in 2 3; do
+  ./interlink-bus bench --store nats --buses $buses --mode pipeline --senders 32 --receivers 32 --duration 5s --duration 300ms
+done
+go build -o nats-server github.com/nats-io/nats-server/v2
+printf 'listen: 127.0.0.1:4222\nmax_payload: 8MB\njetstream { store_dir: "%s" }\n' "$PWD/js" > nats.conf
+./nats-server -c nats.conf -l nats.log & NATS=$!; sleep 1
+./interlink-bus --addr 127.0.0.1:9441 --nats nats://127.0.0.1:4222 --nats-stream THREE & B1=$!; sleep 1
+./interlink-bus --addr 127.0.0.1:9442 --nats nats://127.0.0.1:4222 --nats-stream THREE & B2=$!
+./interlink-bus --addr 127.0.0.1:9443 --nats nats://127.0.0.1:4222 --nats-stream THREE & B3=$!; sleep 1
+healthy 9441; healthy 9442; healthy 9443
+cut -d' ' -f14,15 /proc/$NATS/stat /proc/$B1/stat /proc/$B2/stat /proc/$B3/stat
+printf '%s\n' 1 2 3 | xargs -P 3 -I{} ./interlink-bus bench --url http://127.0.0.1:944{} --mode pipeline --senders 32 --receivers 32 --duration 10s --duration 300ms
+cut -d' ' -f14,15 /proc/$NATS/stat /proc/$B1/stat /proc/$B2/stat /proc/$B3/stat
+kill $B1 $B2 $B3 $NATS; wait $B1 $B2 $B3 $NATS
 
 step "Full queues"
 interlink-bus --addr 127.0.0.1:9440 & PID=$!; sleep 1

@@ -25,7 +25,8 @@ const readyWait = 10 * time.Second
 // startNATSBuses starts cfg.Buses buses in this process on one JetStream
 // stream of their own, each with its own connection, and serves them on a
 // free 127.0.0.1 port: with one bus all of it, with two /send from the
-// first and everything else from the second.
+// first and everything else from the second, with three /send from the
+// first, /recv from the second and everything else from the third.
 func startNATSBuses(cfg Options, logger *slog.Logger) (_ *Target, err error) {
 	natsURL, stopServer := cfg.NATSURL, func() error { return nil }
 	where := "NATS at " + cfg.NATSURL
@@ -85,7 +86,8 @@ func startNATSBuses(cfg Options, logger *slog.Logger) (_ *Target, err error) {
 	}
 	handler := handlers[0]
 	desc := "in-process bus, nats store on " + where
-	if len(handlers) == 2 {
+	switch len(handlers) {
+	case 2:
 		send, rest := handlers[0], handlers[1]
 		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/send" {
@@ -95,6 +97,19 @@ func startNATSBuses(cfg Options, logger *slog.Logger) (_ *Target, err error) {
 			rest.ServeHTTP(w, r)
 		})
 		desc = "two in-process buses, nats store on " + where + ": sends through one, polls and acks through the other"
+	case 3:
+		send, recv, rest := handlers[0], handlers[1], handlers[2]
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/send":
+				send.ServeHTTP(w, r)
+			case "/recv":
+				recv.ServeHTTP(w, r)
+			default:
+				rest.ServeHTTP(w, r)
+			}
+		})
+		desc = "three in-process buses, nats store on " + where + ": sends through the first, polls through the second, acks through the third"
 	}
 	if cfg.QueueCap > 0 {
 		desc += fmt.Sprintf(", cap %d", cfg.QueueCap)

@@ -47,7 +47,7 @@ type Options struct {
 	// this process ([EmbeddedNATS]), with SyncAlways if asked.
 	NATSURL        string
 	NATSSyncAlways bool
-	// Buses is how many buses StoreNATS starts on one stream, 1 or 2.
+	// Buses is how many buses StoreNATS starts on one stream, 1 to 3.
 	Buses int
 	// ID keeps the run's stream apart from others on the same server.
 	ID string

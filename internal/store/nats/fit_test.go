@@ -85,15 +85,18 @@ func TestNATSValueLimitFollowsMaxPayload(t *testing.T) {
 }
 
 // olderStreamConfig is the stream a store made before the stores bounded
-// their total bytes: no max_bytes, and the oldest messages discarded.
+// their total bytes: no max_bytes, the oldest messages discarded, and no
+// direct gets.
 func olderStreamConfig(name string, capacity int) jetstream.StreamConfig {
 	c := streamConfig(name, capacity, 1, -1, 0)
 	c.Discard = jetstream.DiscardOld
+	c.AllowDirect = false
 	return c
 }
 
 // A stream an older store made is brought up to date in place: discard
-// new and the store's max_bytes, with every queued message kept in order.
+// new, the store's max_bytes and direct gets, with every queued message
+// kept in order.
 // The log says what changed.
 func TestOpenNATSUpdatesTheStreamOfAnOlderStore(t *testing.T) {
 	t.Parallel()
@@ -114,8 +117,8 @@ func TestOpenNATSUpdatesTheStreamOfAnOlderStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Config.Discard != jetstream.DiscardNew || info.Config.MaxBytes != 4<<20 {
-		t.Fatalf("stream after open: discard %v, max_bytes %d; want new and %d", info.Config.Discard, info.Config.MaxBytes, 4<<20)
+	if info.Config.Discard != jetstream.DiscardNew || info.Config.MaxBytes != 4<<20 || !info.Config.AllowDirect {
+		t.Fatalf("stream after open: discard %v, max_bytes %d, allow_direct %v; want new, %d and true", info.Config.Discard, info.Config.MaxBytes, info.Config.AllowDirect, 4<<20)
 	}
 	if s.TotalBytes() != 4<<20 {
 		t.Errorf("TotalBytes() = %d, want %d", s.TotalBytes(), 4<<20)
@@ -123,7 +126,7 @@ func TestOpenNATSUpdatesTheStreamOfAnOlderStore(t *testing.T) {
 	if _, values := drain(t, s, "K#s"); !cmp.Equal(values, []string{"queued 0", "queued 1", "queued 2"}) {
 		t.Errorf("queued messages after the update: %q", values)
 	}
-	if !strings.Contains(logs.String(), `msg="stream brought up to date" stream=OLD changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 4194304"`) {
+	if !strings.Contains(logs.String(), `msg="stream brought up to date" stream=OLD changed="discard DiscardOld -> DiscardNew, max_bytes unlimited -> 4194304, allow_direct false -> true"`) {
 		t.Errorf("the log does not say what changed:\n%s", logs.String())
 	}
 }
@@ -237,7 +240,7 @@ func TestOpenNATSRefusesWhatItCannotChange(t *testing.T) {
 		stream string
 		want   []ConfigMismatch
 	}{
-		{"TINY", []ConfigMismatch{{Field: "max_bytes", Have: "16384", Want: "134217728 (or at least 8388544, the longest message)"}}},
+		{"TINY", []ConfigMismatch{{Field: "max_bytes", Have: "16384", Want: "134217728 (or at least 8388480, the longest message)"}}},
 		{"FOREIGN", []ConfigMismatch{{Field: "discard", Have: "DiscardOld", Want: "DiscardNew"}, {Field: "max_bytes", Have: "unlimited", Want: "134217728"}}},
 		{"CAP", []ConfigMismatch{{Field: "max_msgs_per_subject", Have: "10", Want: "1024"}}},
 	} {

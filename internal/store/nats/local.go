@@ -2,8 +2,9 @@ package nats
 
 import "sync"
 
-// What a [Store] store keeps in its own process: turns per route, and the
-// routes of the sequences it peeked.
+// What a [Store] store keeps in its own process: turns per route, the
+// routes of the sequences it peeked, and the tails of the routes it sent
+// to.
 
 // routeTurns lets the operations of one route run one at a time, so that
 // Enqueue's count and publish see no Delete or Enqueue of the same route
@@ -110,4 +111,91 @@ func (r *seqRoutes) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.routes)
+}
+
+// routeTailsMax is how many routes a [Store] store remembers the tail of.
+const routeTailsMax = 4096
+
+// routeTails remembers, for the routes this store enqueued to most
+// recently, the sequence of the last message on the route and an upper
+// bound of the number of messages on it, both as this store left them.
+// Enqueue publishes on the condition that the remembered sequence is
+// still the last (the server refuses the publish otherwise, and says what
+// is last), so a send to a route whose bound leaves room under the cap
+// needs neither a count nor a second request, and another process's send
+// to the route in between is never missed. Deletes elsewhere only lower
+// the true count below the bound. An entry is read and changed only
+// during the route's turn (routeTurns); the lock guards the map.
+type routeTails struct {
+	mu    sync.Mutex
+	tails map[string]tail // guarded by mu
+}
+
+// tail is what routeTails remembers of one route.
+type tail struct {
+	last uint64 // the sequence last on the route; 0: the route is empty
+	n    int    // at least the number of messages on the route
+}
+
+// get returns what is remembered of route; unknown, the route is taken
+// to be empty, which the conditional publish then checks.
+func (r *routeTails) get(route string) (last uint64, n int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.tails[route]
+	return t.last, t.n, ok
+}
+
+// set remembers that last is the sequence last on route, and n the most
+// messages on it.
+func (r *routeTails) set(route string, last uint64, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.tails == nil {
+		r.tails = make(map[string]tail)
+	}
+	if _, ok := r.tails[route]; !ok && len(r.tails) >= routeTailsMax {
+		for k := range r.tails { // forget one, any one
+			delete(r.tails, k)
+			break
+		}
+	}
+	r.tails[route] = tail{last: last, n: n}
+}
+
+// forget drops what is remembered of route.
+func (r *routeTails) forget(route string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.tails, route)
+}
+
+// deleted records that this store deleted the message seq of route. The
+// bound goes down by one; when the message was the last on the route,
+// the route is empty if the bound says so, and otherwise what is last is
+// not known and the route is forgotten.
+func (r *routeTails) deleted(route string, seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.tails[route]
+	if !ok {
+		return
+	}
+	t.n = max(0, t.n-1)
+	switch {
+	case seq != t.last:
+	case t.n == 0:
+		t.last = 0
+	default:
+		delete(r.tails, route)
+		return
+	}
+	r.tails[route] = t
+}
+
+// len returns the number of remembered routes.
+func (r *routeTails) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.tails)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,11 +19,12 @@ import (
 
 // originHeader names the store that published a message: a random id per
 // open [Store], so that its watches can tell its own messages from those of
-// other processes. originHeaderBytes is the most the header adds to a
-// message.
+// other processes. Beside it, Enqueue sends the sequence it expects last
+// on the route (see [Store]), which the server keeps with the message.
+// originHeaderBytes is the most the two headers add to a message.
 const (
 	originHeader      = "Interlink-Origin"
-	originHeaderBytes = 64
+	originHeaderBytes = 128
 )
 
 // DefaultTimeout bounds each request [Store] makes to the server unless
@@ -121,7 +123,9 @@ func (o *Options) timeout() time.Duration {
 //
 // Peek and Delete read from the stream leader, never from a replica that
 // may lag, so a message stored through one process is seen by the next Peek
-// of any other.
+// of any other. A stream of one replica allows direct gets, which the
+// stream answers itself; a stream of several is read through the
+// JetStream API, which its leader answers.
 //
 // Bytes. The stream's max_bytes is the total byte bound, and its discard
 // policy is "new": the server refuses a publish that would take the
@@ -135,13 +139,25 @@ func (o *Options) timeout() time.Duration {
 // refuses a publish that would go over even when the per-subject cap
 // would make room by discarding an older one.
 //
-// The dropped count. The server does not report what a publish discarded,
-// so Enqueue counts the route's messages before it publishes, and Enqueue
-// and Delete take turns per route within one process. With one writing
-// process the count is exact. With several, an Enqueue or Delete of the
-// same route in another process between the count and the publish makes
-// the report off by the number of such operations, in either direction;
-// the stored queue is still exact, since the server applies the cap.
+// The dropped count. The server does not report what a publish
+// discarded. A store remembers, for the routes it sent to recently, the
+// sequence last on the route and at most how many messages the route
+// holds, and publishes on the condition that this sequence is still the
+// last (JetStream's expected last subject sequence; a route it does not
+// know it takes to be empty). While that bound leaves room under the cap
+// nothing can be dropped, and a send is one request. When another
+// process sent to the route since, the server refuses the publish and
+// says what is last now; Enqueue counts the route and publishes on the new
+// condition. When the bound reaches the cap, Enqueue counts the route
+// before it publishes. Enqueue and Delete take turns per route within one
+// process. A report of no drop is exact; a report of a drop is exact with
+// one writing process, and with several it may count a message that
+// another process deleted between the count and the publish. After three
+// refusals in a row Enqueue counts and publishes without a condition, as
+// a route that several processes send to at once needs, and the report is
+// then off by the sends and deletes of other processes in between, in
+// either direction; the stored queue is always exact, since the server
+// applies the cap.
 //
 // While the connection is down, methods fail at once with an error
 // wrapping [ErrUnreachable] instead of waiting for it; the connection is
@@ -161,6 +177,7 @@ type Store struct {
 
 	turns  routeTurns // has its own lock
 	peeked seqRoutes  // has its own lock
+	tails  routeTails // has its own lock
 	origin string     // fixed at open; the Origin header of what Enqueue publishes
 }
 
@@ -351,24 +368,127 @@ func (s *Store) Enqueue(route string, value []byte) (key string, dropped int, er
 	defer s.turns.take(route)()
 	ctx, cancel := s.conn.Request()
 	defer cancel()
+	msg := &nats.Msg{Subject: subject, Data: value, Header: nats.Header{originHeader: {s.origin}}}
+	// What this store knows of the route: the last sequence on it and an
+	// upper bound of its count. Unknown, the route is guessed empty, the
+	// commonest case, and the publish below checks the guess.
+	last, n, _ := s.tails.get(route)
+	for range tailTries {
+		if n >= s.cap {
+			// The publish may drop one: count what is there.
+			c, err := s.count(ctx, subject)
+			if err != nil {
+				s.tails.forget(route)
+				return "", 0, s.conn.Wrap("enqueue", err)
+			}
+			n = c
+		}
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, fixedSeq(last))
+		ack, err := s.conn.js.PublishMsg(ctx, msg)
+		if err == nil {
+			s.tails.set(route, ack.Sequence, min(n+1, s.cap))
+			return store.Key(route, ack.Sequence), max(0, n+1-s.cap), nil
+		}
+		if isNotReady(err) {
+			break // a cluster's leader still stores an earlier one
+		}
+		actual, moved := wrongLast(err)
+		if !moved {
+			s.tails.forget(route)
+			return "", 0, s.publishError(ctx, err, msg)
+		}
+		// Another process published to the route, or emptied it, since
+		// this store last looked: the server said what is last now.
+		last, n = actual, s.cap
+		if actual == 0 {
+			n = 0 // nothing is on the route
+		}
+	}
+	// The route is busy with other processes' sends: count, then
+	// publish without a condition.
+	s.tails.forget(route)
+	msg.Header.Del(jetstream.ExpectedLastSubjSeqHeader)
 	before, err := s.count(ctx, subject)
 	if err != nil {
 		return "", 0, s.conn.Wrap("enqueue", err)
 	}
-	msg := &nats.Msg{Subject: subject, Data: value, Header: nats.Header{originHeader: {s.origin}}}
 	ack, err := s.conn.js.PublishMsg(ctx, msg)
 	if err != nil {
-		if errors.Is(err, nats.ErrMaxPayload) {
-			// The connection moved to a server with a lower max_payload
-			// since the check above.
-			return "", 0, &store.BoundError{Err: store.ErrPayloadLimit, Bound: s.MaxValue(), Size: int64(len(value))}
-		}
-		if isStreamFull(err) {
-			return "", 0, &store.BoundError{Err: store.ErrFull, Bound: s.refreshTotal(ctx), Size: int64(len(msg.Subject) + len(value))}
-		}
-		return "", 0, s.conn.Wrap("enqueue", err)
+		return "", 0, s.publishError(ctx, err, msg)
 	}
 	return store.Key(route, ack.Sequence), max(0, before+1-s.cap), nil
+}
+
+// fixedSeq writes seq in decimal with leading zeros to 19 digits, so
+// that every message Enqueue stores has headers of one length, whatever
+// the sequence it expected: a message the cap drops frees exactly the
+// bytes of the one that replaces it, as a full stream needs. A stream's
+// sequences start at the time of its creation in Unix nanoseconds, 19
+// digits until the year 2286; the server reads leading zeros as such.
+func fixedSeq(seq uint64) string {
+	var b [20]byte
+	s := strconv.AppendUint(b[:0], seq, 10)
+	const width = 19
+	if len(s) >= width {
+		return string(s)
+	}
+	out := make([]byte, width)
+	pad := width - len(s)
+	for i := range pad {
+		out[i] = '0'
+	}
+	copy(out[pad:], s)
+	return string(out)
+}
+
+// tailTries bounds the conditional publishes of one Enqueue before it
+// counts and publishes without a condition.
+const tailTries = 3
+
+// jsErrCodeWrongLast is the JetStream error code of a publish whose
+// expected last sequence on its subject was not the last.
+const jsErrCodeWrongLast jetstream.ErrorCode = 10071
+
+// jsErrCodeNotReady is the JetStream error code of a conditional
+// publish that a clustered stream's leader cannot check yet, because an
+// earlier message to the subject is still being replicated.
+const jsErrCodeNotReady jetstream.ErrorCode = 10163
+
+func isNotReady(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeNotReady
+}
+
+// wrongLast reports whether err is the server's refusal of a conditional
+// publish because another message is last on the subject, and that
+// message's sequence (0 when the subject has none), which the server's
+// description ends with.
+func wrongLast(err error) (uint64, bool) {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeWrongLast {
+		return 0, false
+	}
+	d := apiErr.Description
+	i := strings.LastIndexByte(d, ' ')
+	seq, perr := strconv.ParseUint(d[i+1:], 10, 64)
+	if perr != nil {
+		return 0, false
+	}
+	return seq, true
+}
+
+// publishError turns the error of a refused or failed publish into
+// Enqueue's.
+func (s *Store) publishError(ctx context.Context, err error, msg *nats.Msg) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// The connection moved to a server with a lower max_payload
+		// since the check in Enqueue.
+		return &store.BoundError{Err: store.ErrPayloadLimit, Bound: s.MaxValue(), Size: int64(len(msg.Data))}
+	}
+	if isStreamFull(err) {
+		return &store.BoundError{Err: store.ErrFull, Bound: s.refreshTotal(ctx), Size: int64(len(msg.Subject) + len(msg.Data))}
+	}
+	return s.conn.Wrap("enqueue", err)
 }
 
 // MaxValue returns the length of the largest value Enqueue takes now:
@@ -476,6 +596,10 @@ func (s *Store) Delete(key string) error {
 		}
 	}
 	err := s.stream.DeleteMsg(ctx, seq)
+	if err == nil {
+		// Only a message this call removed lowers the route's count.
+		s.tails.deleted(route, seq)
+	}
 	if errors.Is(err, jetstream.ErrMsgDeleteUnsuccessful) {
 		// Most likely it was deleted already, here or in another
 		// process, or the cap dropped it.

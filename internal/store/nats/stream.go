@@ -115,6 +115,11 @@ func streamConfig(name string, capacity, replicas int, totalBytes int64, first u
 		Storage:           jetstream.FileStorage,
 		Replicas:          replicas,
 		FirstSeq:          first,
+		// Reads of a stream on one server are direct gets, which the
+		// stream answers itself rather than through the JetStream API;
+		// with replicas, any of them would answer, so reads go to the
+		// leader through the API instead.
+		AllowDirect: replicas == 1,
 	}
 }
 
@@ -263,6 +268,9 @@ const fitUpdates = 3
 //     made streams that discard old messages; with "new", the stream
 //     keeps every message it has and refuses a publish over max_bytes,
 //     while the per-subject cap still discards the route's oldest.
+//   - allow_direct false becomes true on a stream of one replica, so
+//     that reads are direct gets (see [Store]). A stream a store did not
+//     make is read through the JetStream API as it is.
 //   - max_bytes above the store's total, or none, is lowered to it. With
 //     discard "new" the server removes nothing when max_bytes goes down:
 //     a stream that holds more refuses new messages until receivers have
@@ -331,6 +339,11 @@ func planFit(have, want jetstream.StreamConfig, longest int64) fitPlan {
 			p.changes = append(p.changes, m)
 		case owned && m.Field == "max_bytes" && have.MaxBytes >= longest:
 			p.total = have.MaxBytes // the smaller one wins
+		case m.Field == "allow_direct" && want.AllowDirect && owned:
+			p.config.AllowDirect = true
+			p.changes = append(p.changes, m)
+		case m.Field == "allow_direct" && want.AllowDirect:
+			// A stream on one server reads the same either way.
 		case m.Field == "max_bytes" && owned:
 			m.Want = fmt.Sprintf("%s (or at least %d, the longest message)", m.Want, longest)
 			p.refused = append(p.refused, m)
