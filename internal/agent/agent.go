@@ -309,12 +309,12 @@ func (a *Agent) receipt(ctx context.Context, s *session.Session, d *gate.Decisio
 	})
 }
 
-// learnCaps reads the rosters for the signed capabilities of key and
+// learnCaps looks key up on the rosters for its signed capabilities and
 // records them (see package sealcap).
 func (a *Agent) learnCaps(ctx context.Context, key identity.PublicKey) {
 	ctx, cancel := context.WithTimeout(ctx, sealcapTimeout)
 	defer cancel()
-	ros := relay.FetchRoster(ctx, a.relays)
+	ros := relay.FetchRosterOf(ctx, a.relays, key)
 	for _, e := range ros.Entries {
 		if e.Key != key || !e.CapsSigned {
 			continue
