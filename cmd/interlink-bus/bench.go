@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/interlink-go/interlink/internal/cmdline"
@@ -105,6 +107,9 @@ Load:
                        measure (default: this program)
     --log-level LEVEL  log of the in-process bus and progress notes, on
                        stderr (default warn)
+    --cpuprofile FILE  write a CPU profile of this process (the load, and
+                       the bus and NATS server when they run in it) to FILE,
+                       a new file, for 'go tool pprof'
     -h, --help         show this help
 
 Modes:
@@ -151,12 +156,19 @@ const benchHint = "run 'interlink-bus bench --help' for its options"
 
 // bench implements "interlink-bus bench".
 func (c *cli) bench(ctx context.Context, args []string) int {
-	cfg, level, code, ok := c.benchConfig(args)
+	cfg, level, profile, code, ok := c.benchConfig(args)
 	if !ok {
 		return code
 	}
 	log := slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: level}))
+	stop, err := startCPUProfile(profile)
+	if err != nil {
+		return c.fail(exitError, "bench: "+err.Error())
+	}
 	rep, err := loadgen.Run(ctx, cfg, log)
+	if perr := stop(); perr != nil && err == nil {
+		err = perr
+	}
 	if rep != nil {
 		if werr := rep.Write(c.stdout); werr != nil && err == nil {
 			err = werr
@@ -176,7 +188,7 @@ func (c *cli) bench(ctx context.Context, args []string) int {
 
 // benchConfig parses args. When ok is false the problem (or the help text)
 // has been written and code is the status to exit with.
-func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, code int, ok bool) {
+func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, profile string, code int, ok bool) {
 	fset := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fset.SetOutput(io.Discard)
 	fset.Usage = func() {}
@@ -214,15 +226,16 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	fset.StringVar(&busBin, "bus-bin", "", "")
 	fset.IntVar(&cfg.Polls, "polls", 0, "")
 	fset.StringVar(&logLevel, "log-level", "warn", "")
+	fset.StringVar(&profile, "cpuprofile", "", "")
 	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(c.stdout, benchUsage)
-			return cfg, 0, exitOK, false
+			return cfg, 0, "", exitOK, false
 		}
-		return cfg, 0, c.fail(exitUsage, "bench: "+err.Error(), benchHint), false
+		return cfg, 0, "", c.fail(exitUsage, "bench: "+err.Error(), benchHint), false
 	}
-	usageErr := func(msg string) (loadgen.Config, slog.Level, int, bool) {
-		return cfg, 0, c.fail(exitUsage, "bench: "+msg, benchHint), false
+	usageErr := func(msg string) (loadgen.Config, slog.Level, string, int, bool) {
+		return cfg, 0, "", c.fail(exitUsage, "bench: "+msg, benchHint), false
 	}
 	if fset.NArg() > 0 {
 		return usageErr(fmt.Sprintf("unexpected argument %q", fset.Arg(0)))
@@ -241,7 +254,7 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 		// Measured against a new process of this binary.
 		self, err := selfPath()
 		if err != nil {
-			return cfg, 0, c.fail(exitError, fmt.Sprintf("bench: cannot tell where this program is: %v", err)), false
+			return cfg, 0, "", c.fail(exitError, fmt.Sprintf("bench: cannot tell where this program is: %v", err)), false
 		}
 		cfg.BusCommand = []string{self}
 	}
@@ -279,5 +292,30 @@ func (c *cli) benchConfig(args []string) (cfg loadgen.Config, level slog.Level, 
 	if err := cfg.Validate(); err != nil {
 		return usageErr(err.Error())
 	}
-	return cfg, level, exitOK, true
+	return cfg, level, profile, exitOK, true
+}
+
+// startCPUProfile starts writing a CPU profile of this process to path,
+// or does nothing when path is empty. The returned function stops the
+// profile and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		return nil
+	}, nil
 }
