@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,9 +53,6 @@ type roster struct {
 	head, tail *rosterEntry
 	bytes      int             // sum of cost() over entries; guarded by mu
 	snap       *rosterSnapshot // nil after a change; guarded by mu
-	// limit replaces [RosterCap] when set; only benchmarks set it, to
-	// measure listings of rosters larger than a bus holds.
-	limit int
 }
 
 // rosterEntry is one announcement. key, fields, at and rev are fixed once
@@ -114,7 +110,7 @@ func (ro *roster) put(e *rosterEntry, now int64) (evicted []*rosterEntry, stored
 	if old := ro.entries[e.key]; old != nil {
 		ro.unlink(old)
 	}
-	for len(ro.entries) >= cmp.Or(ro.limit, RosterCap) || ro.bytes+e.cost() > rosterBudget {
+	for len(ro.entries) >= RosterCap || ro.bytes+e.cost() > rosterBudget {
 		evicted = append(evicted, ro.head)
 		ro.unlink(ro.head)
 	}

@@ -15,9 +15,9 @@ import (
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// rosterScale is the number of sessions of BenchmarkRosterScale. A bus
-// holds [RosterCap] of them; the benchmark lifts that bound to measure a
-// roster of the size a large relay would want to serve.
+// rosterScale is the number of sessions of BenchmarkRosterScale: a
+// roster of the size a large relay would serve, within [RosterCap] and
+// [MaxRosterBytes].
 const rosterScale = 10_000
 
 // countingConn counts the bytes a client connection reads and writes.
@@ -49,7 +49,6 @@ func (c countingConn) Write(p []byte) (int, error) {
 // wire-B/op is what crossed the connection both ways per request.
 func BenchmarkRosterScale(b *testing.B) {
 	srv, base := benchServer(b)
-	srv.roster.limit = rosterScale + 1
 	var peer *identity.Signer
 	for i := range rosterScale {
 		s := testutil.NumberedSigner(b, i)

@@ -28,8 +28,11 @@ const (
 	MaxRecvTimeout = 120 * time.Second
 	// RosterCap is the most entries the roster holds. When it is full, an
 	// announcement for a new key takes the place of the entry refreshed
-	// longest ago.
-	RosterCap = 4096
+	// longest ago. It is set above what [MaxRosterBytes] holds of the
+	// agent's usual announcements (about 490 bytes listed, so some
+	// 12,800), so for a roster of real sessions the byte bound is the one
+	// that binds; this one bounds the bookkeeping of tiny entries.
+	RosterCap = 16384
 	// MaxRosterBytes bounds a whole /roster response, ages included. It is
 	// kept well under the 8 MiB an interlink agent reads from /roster, so
 	// that however the roster is filled, agents can still read it. When a

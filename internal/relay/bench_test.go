@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,4 +94,42 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "trips/s")
 		})
 	}
+}
+
+// BenchmarkFetchRosterScale reads a real bus's roster of 10,000 signed
+// sessions, as discover does: fresh is a client with nothing kept, which
+// reads the whole list and decodes and verifies every entry; revalidated
+// is a client that read it before, which the bus answers 304 and which
+// hands back the entries it checked then.
+func BenchmarkFetchRosterScale(b *testing.B) {
+	const sessions = 10_000
+	fast := keylimit.Rate{Every: time.Nanosecond, Burst: 1 << 30}
+	base := bustest.Start(b, &bustest.Options{Limits: &bus.Limits{Sends: fast, RosterUpdates: fast, Unsigned: fast}})
+	announcer := New(base, nil)
+	for i := range sessions {
+		s := testutil.NumberedSigner(b, i)
+		info := identity.SessionInfo{SessionID: fmt.Sprintf("0b7d1f3e-2c4a-4f5e-9d6b-%012d", i), Cwd: "/home/dev/src/project",
+			GitRoot: "/home/dev/src/project", Summary: "working on the parser"}
+		if err := announcer.Announce(b.Context(), s.AnnounceCaps(fmt.Sprint("node", i), info, identity.Millis(time.Now()), []string{identity.CapSealed})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fetch := func(b *testing.B, c *Client) {
+		r := FetchRoster(b.Context(), []*Client{c})
+		if len(r.Entries) != sessions {
+			b.Fatalf("%d entries, failures %v", len(r.Entries), r.Failures)
+		}
+	}
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			fetch(b, New(base, nil))
+		}
+	})
+	b.Run("revalidated", func(b *testing.B) {
+		c := New(base, nil)
+		fetch(b, c)
+		for b.Loop() {
+			fetch(b, c)
+		}
+	})
 }

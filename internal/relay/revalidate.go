@@ -14,12 +14,14 @@ import (
 )
 
 // keptRoster is the last whole roster a relay served with an entity tag:
-// its elements, the tag, and when it arrived. Guarded by mu.
+// its elements, the tag, when it arrived, and once checked, its elements
+// decoded and verified. Guarded by mu.
 type keptRoster struct {
-	mu    sync.Mutex
-	tag   string
-	elems []json.RawMessage
-	at    time.Time
+	mu      sync.Mutex
+	tag     string
+	elems   []json.RawMessage
+	at      time.Time
+	checked *checkedRoster // nil until rosterChecked checks elems
 }
 
 // RosterRevalidated returns the relay's roster like [Client.Roster], but
@@ -51,12 +53,45 @@ func (c *Client) RosterRevalidated(ctx context.Context) (elems []json.RawMessage
 		return nil, 0, fmt.Errorf("%w: %v (from %s)", ErrMalformed, err, c.base)
 	}
 	c.kept.mu.Lock()
-	c.kept.tag, c.kept.elems, c.kept.at = r.header.Get("ETag"), elems, c.now()
+	c.kept.tag, c.kept.elems, c.kept.at, c.kept.checked = r.header.Get("ETag"), elems, c.now(), nil
 	if c.kept.tag == "" {
 		c.kept.elems = nil // nothing to revalidate with; keep no copy
 	}
 	c.kept.mu.Unlock()
 	return elems, 0, nil
+}
+
+// rosterChecked is [Client.RosterRevalidated] with the elements decoded
+// and verified ([checkElems]), which for a kept roster is done once: a
+// relay that answers 304 hands back what was checked before.
+func (c *Client) rosterChecked(ctx context.Context) (*checkedRoster, time.Duration, error) {
+	elems, since, err := c.RosterRevalidated(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.kept.mu.Lock()
+	kept := sameElems(c.kept.elems, elems)
+	cr := c.kept.checked
+	c.kept.mu.Unlock()
+	if kept && cr != nil {
+		return cr, since, nil
+	}
+	cr = checkElems(elems)
+	if kept {
+		c.kept.mu.Lock()
+		// Kept only if no newer roster replaced these elements meanwhile.
+		if sameElems(c.kept.elems, elems) {
+			c.kept.checked = cr
+		}
+		c.kept.mu.Unlock()
+	}
+	return cr, since, nil
+}
+
+// sameElems reports whether a and b are the same slice of elements (not
+// merely equal ones): the kept roster and what RosterRevalidated returned.
+func sameElems(a, b []json.RawMessage) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // RosterOf returns the relay's roster entries of the given keys, at most

@@ -81,6 +81,10 @@ func TestFetchRosterRevalidatesTheKeptRoster(t *testing.T) {
 	if code != http.StatusOK || req.Header.Get("If-None-Match") != "" || len(first.Entries) != 3 {
 		t.Fatalf("first read: %d, If-None-Match %q, %d entries", code, req.Header.Get("If-None-Match"), len(first.Entries))
 	}
+	checked := c.kept.checked
+	if checked == nil || len(checked.entries) != 3 {
+		t.Fatalf("the kept roster's checked entries: %+v; want the three", checked)
+	}
 	clk.advance(7 * time.Second)
 	again := FetchRoster(t.Context(), []*Client{c})
 	req, code, n := tap.last(t)
@@ -95,11 +99,17 @@ func TestFetchRosterRevalidatesTheKeptRoster(t *testing.T) {
 			t.Errorf("entry %d after 7 s: %+v, was %+v; want the same entry 7000 ms older", i, e, first.Entries[i])
 		}
 	}
-	// A change is read whole.
+	if c.kept.checked != checked {
+		t.Error("a 304 checked the kept roster again; want the entries checked when it arrived")
+	}
+	// A change is read whole, and checked anew.
 	announceMany(t, c, 4)
 	changed := FetchRoster(t.Context(), []*Client{c})
 	if _, code, _ := tap.last(t); code != http.StatusOK || len(changed.Entries) != 4 {
 		t.Errorf("after a change: %d, %d entries", code, len(changed.Entries))
+	}
+	if c.kept.checked == checked || c.kept.checked == nil || len(c.kept.checked.entries) != 4 {
+		t.Errorf("after a change the kept checks are %+v; want the four new entries", c.kept.checked)
 	}
 }
 

@@ -65,9 +65,12 @@ type Roster struct {
 // Each relay is asked with the tag of the roster it last served
 // ([Client.RosterRevalidated]): one whose roster has not changed answers
 // 304, and its kept roster is used with the ages moved on.
+//
+// The entries of a kept roster are decoded and verified once: a relay
+// that answers 304 costs neither, however many entries it lists.
 func FetchRoster(ctx context.Context, clients []*Client) Roster {
-	return fetch(ctx, clients, nil, func(c *Client) ([]json.RawMessage, time.Duration, error) {
-		return c.RosterRevalidated(ctx)
+	return fetch(ctx, clients, nil, func(c *Client) (*checkedRoster, time.Duration, error) {
+		return c.rosterChecked(ctx)
 	})
 }
 
@@ -78,44 +81,67 @@ func FetchRoster(ctx context.Context, clients []*Client) Roster {
 // listing, it is also how a peer's details reach the agents it names as
 // readers.
 func FetchRosterOf(ctx context.Context, clients []*Client, keys ...identity.PublicKey) Roster {
-	return fetch(ctx, clients, keys, func(c *Client) ([]json.RawMessage, time.Duration, error) {
+	return fetch(ctx, clients, keys, func(c *Client) (*checkedRoster, time.Duration, error) {
 		elems, err := c.RosterOf(ctx, keys)
-		return elems, 0, err
+		if err != nil {
+			return nil, 0, err
+		}
+		return checkElems(elems), 0, nil
 	})
+}
+
+// checkedRoster is a relay's roster decoded and verified: the entries
+// whose signature verifies, and how many were skipped. It is not changed
+// once made, so a kept roster's may be shared.
+type checkedRoster struct {
+	entries     []checkedEntry
+	undecodable int // elements that are no announcement
+	badSig      int // announcements whose signature does not verify
+}
+
+// checkedEntry is one announcement whose signature verifies, with the
+// key it proves and its signed capabilities list, if any.
+type checkedEntry struct {
+	ann    identity.Announcement
+	key    identity.PublicKey
+	caps   []string
+	signed bool
+}
+
+// checkElems decodes and verifies each element on its own.
+func checkElems(elems []json.RawMessage) *checkedRoster {
+	cr := &checkedRoster{entries: make([]checkedEntry, 0, len(elems))}
+	for _, elem := range elems {
+		a, err := identity.DecodeAnnouncement(elem)
+		if err != nil {
+			cr.undecodable++
+			continue
+		}
+		key, err := a.Verify()
+		if err != nil {
+			cr.badSig++
+			continue
+		}
+		caps, signed := a.VerifiedCaps()
+		cr.entries = append(cr.entries, checkedEntry{ann: a, key: key, caps: caps, signed: signed})
+	}
+	return cr
 }
 
 // fetch reads every relay's roster with read and merges the answers as
 // [FetchRoster] describes, keeping the entries of keys alone unless keys
 // is empty.
-func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, read func(*Client) ([]json.RawMessage, time.Duration, error)) Roster {
+func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, read func(*Client) (*checkedRoster, time.Duration, error)) Roster {
 	type result struct {
-		elems       []identity.Announcement
-		err         error
-		undecodable int
+		checked *checkedRoster
+		since   time.Duration // how long ago the relay served it
+		err     error
 	}
 	results := make([]result, len(clients))
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Go(func() {
-			raw, since, err := read(c)
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			anns := make([]identity.Announcement, 0, len(raw))
-			for _, elem := range raw {
-				a, err := identity.DecodeAnnouncement(elem)
-				if err != nil {
-					results[i].undecodable++
-					continue
-				}
-				if a.AgeMS != nil && since > 0 {
-					aged := *a.AgeMS + uint64(since.Milliseconds())
-					a.AgeMS = &aged
-				}
-				anns = append(anns, a)
-			}
-			results[i].elems = anns
+			results[i].checked, results[i].since, results[i].err = read(c)
 		})
 	}
 	wg.Wait()
@@ -128,18 +154,12 @@ func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, re
 			continue
 		}
 		r.Available++
-		badSig := 0
-		for _, a := range res.elems {
-			key, err := a.Verify()
-			if err != nil {
-				badSig++
-				continue
-			}
+		for _, ce := range res.checked.entries {
+			a, key, caps, signed := &ce.ann, ce.key, ce.caps, ce.signed
 			if len(keys) > 0 && !slices.Contains(keys, key) {
 				continue
 			}
 			route := key.String() + "#" + a.Session.SessionID
-			caps, signed := a.VerifiedCaps()
 			if i, ok := seen[route]; ok {
 				if e := &r.Entries[i]; signed && (!e.CapsSigned || a.TS > e.CapsTS) {
 					e.Caps, e.CapsSigned, e.CapsTS = caps, true, a.TS
@@ -151,6 +171,9 @@ func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, re
 			if a.AgeMS != nil {
 				age = *a.AgeMS
 			}
+			if res.since > 0 {
+				age += uint64(res.since.Milliseconds())
+			}
 			r.Entries = append(r.Entries, Entry{
 				Key:     key,
 				Name:    a.Name,
@@ -160,9 +183,9 @@ func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, re
 				Caps:    caps, CapsSigned: signed, CapsTS: capsTS(signed, a.TS),
 			})
 		}
-		if res.undecodable > 0 || badSig > 0 {
+		if cr := res.checked; cr.undecodable > 0 || cr.badSig > 0 {
 			clients[i].log.Debug("roster entries skipped", "relay", clients[i].base,
-				"undecodable", res.undecodable, "bad_signature", badSig)
+				"undecodable", cr.undecodable, "bad_signature", cr.badSig)
 		}
 	}
 	return r
