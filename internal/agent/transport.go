@@ -42,6 +42,14 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	go screen(a.checker, in, pw, w, a.log)
 	s := server.NewStdioServer(a.mcp)
 	s.SetErrorLogger(slog.NewLogLogger(a.log.Handler(), slog.LevelWarn))
+	if a.cfg.Channels {
+		// Channel notifications are unsolicited: they need a connection
+		// of a revision that still has the initialize handshake, and a
+		// host takes them on no other.
+		s.SetContextFunc(func(ctx context.Context) context.Context {
+			return server.WithSupportedProtocolVersions(ctx, legacyProtocolVersions())
+		})
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	err := s.Listen(ctx, pr, w)
@@ -49,6 +57,18 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return nil // ended by a signal
 	}
 	return err
+}
+
+// legacyProtocolVersions returns the MCP revisions mcp-go serves that
+// still open with the initialize handshake, newest first.
+func legacyProtocolVersions() []string {
+	var legacy []string
+	for _, v := range mcp.ValidProtocolVersions {
+		if !mcp.IsModernProtocol(v) {
+			legacy = append(legacy, v)
+		}
+	}
+	return legacy
 }
 
 // screen copies in to next line by line, except the tools/call requests

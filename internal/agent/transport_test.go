@@ -1,9 +1,11 @@
 package agent_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +89,67 @@ func TestStdioAnswersSchemaMistakesWithInvalidParams(t *testing.T) {
 	}
 	if err := <-served; err != nil {
 		t.Errorf("Serve after the end of input = %v", err)
+	}
+}
+
+// Over standard input and output, a server sending Claude channel
+// notifications offers in server/discover only the MCP revisions that open
+// with the initialize handshake: on a connection of a later revision a
+// host has no path for a notification it did not ask for, and drops it.
+// Without channels every revision is offered.
+func TestStdioChannelsOfferOnlyHandshakeRevisions(t *testing.T) {
+	const modern = "2026-07-28" // the first revision without the handshake
+	for _, channels := range []bool{true, false} {
+		id := agenttest.NewIdent(t)
+		a, err := agent.New(agent.Config{KeyPath: id.KeyPath, PeersPath: id.PeersPath, URLs: []string{agenttest.StartBus(t)},
+			Session: "s1", StateRoot: t.TempDir(), Timing: agenttest.Timing(), Channels: channels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() {
+			err := a.Serve(context.Background(), inR, outW)
+			_ = outW.Close()
+			served <- err
+		}()
+		if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(outR).ReadBytes('\n')
+		if err != nil {
+			t.Fatalf("channels %v: reading the answer to server/discover: %v", channels, err)
+		}
+		var r struct {
+			Result struct {
+				SupportedVersions []string `json:"supportedVersions"`
+				Capabilities      struct {
+					Experimental map[string]any `json:"experimental"`
+				} `json:"capabilities"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("channels %v: answer %s: %v", channels, line, err)
+		}
+		versions := r.Result.SupportedVersions
+		if len(versions) == 0 || r.Result.Capabilities.Experimental["claude/channel"] == nil {
+			t.Errorf("channels %v: server/discover = %s, want versions and the claude/channel capability", channels, line)
+		}
+		for _, v := range versions {
+			if channels && v >= modern {
+				t.Errorf("channels on: server/discover offers %s among %v, want only revisions before %s", v, versions, modern)
+			}
+		}
+		if channels && !slices.Contains(versions, "2025-11-25") {
+			t.Errorf("channels on: server/discover offers %v, want 2025-11-25 among them", versions)
+		}
+		if !channels && !slices.Contains(versions, modern) {
+			t.Errorf("channels off: server/discover offers %v, want %s among them", versions, modern)
+		}
+		_ = inW.Close()
+		if err := <-served; err != nil {
+			t.Errorf("channels %v: Serve: %v", channels, err)
+		}
 	}
 }
