@@ -130,6 +130,7 @@ kill $PID; wait $PID
 
 step "A roster of 10,000 sessions"
 go test -run='^$' -bench='RosterScale' -benchtime=2s -count=3 ./internal/bus -benchtime=1x -count=1
+go test -run='^$' -bench='FetchRosterScale' -benchtime=3x -count=3 ./internal/relay -benchtime=1x -count=1
 go test -count=3 -run='TestSendToAKnownPeerReadsItsEntriesAlone' -v ./internal/agent/tools
 go test -count=1 -run='TestIdleAgentMakesAtMostThreeRequestsAMinuteBesidesItsPoll' -v ./internal/agent
 
@@ -150,6 +151,7 @@ go test -run='^$' -bench=SignedSealedAndPlainToCommit -benchtime=300x -count=3 .
 
 step "End-to-end receipts"
 go test -run='^$' -bench=ReceiptsOnAndOff -benchtime=300x -count=3 ./internal/agent -benchtime=1x -count=1
+go test -run='^$' -bench=ReceiptStages -benchtime=20x -count=3 ./internal/agent -benchtime=1x -count=1
 
 step "Mailbox at its bound"
 go test -run='^$' -bench=ReserveQuiet4096 -benchtime=2s -count=3 ./internal/mailbox -benchtime=1x -count=1
