@@ -92,7 +92,8 @@ func FetchRosterOf(ctx context.Context, clients []*Client, keys ...identity.Publ
 
 // checkedRoster is a relay's roster decoded and verified: the entries
 // whose signature verifies, and how many were skipped. It is not changed
-// once made, so a kept roster's may be shared.
+// once made, so a kept roster's may be shared; what [fetch] hands out of
+// it is copied.
 type checkedRoster struct {
 	entries     []checkedEntry
 	undecodable int // elements that are no announcement
@@ -162,17 +163,15 @@ func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, re
 			route := key.String() + "#" + a.Session.SessionID
 			if i, ok := seen[route]; ok {
 				if e := &r.Entries[i]; signed && (!e.CapsSigned || a.TS > e.CapsTS) {
-					e.Caps, e.CapsSigned, e.CapsTS = caps, true, a.TS
+					e.Caps, e.CapsSigned, e.CapsTS = slices.Clone(caps), true, a.TS
 				}
 				continue
 			}
 			seen[route] = len(r.Entries)
 			var age uint64
 			if a.AgeMS != nil {
-				age = *a.AgeMS
-			}
-			if res.since > 0 {
-				age += uint64(res.since.Milliseconds())
+				// A kept roster's ages moved on by the time since it came.
+				age = *a.AgeMS + uint64(res.since.Milliseconds())
 			}
 			r.Entries = append(r.Entries, Entry{
 				Key:     key,
@@ -180,7 +179,7 @@ func fetch(ctx context.Context, clients []*Client, keys []identity.PublicKey, re
 				Session: a.Session,
 				AgeMS:   age,
 				Live:    age < uint64(LiveWindow.Milliseconds()),
-				Caps:    caps, CapsSigned: signed, CapsTS: capsTS(signed, a.TS),
+				Caps:    slices.Clone(caps), CapsSigned: signed, CapsTS: capsTS(signed, a.TS),
 			})
 		}
 		if cr := res.checked; cr.undecodable > 0 || cr.badSig > 0 {
