@@ -191,25 +191,7 @@ func TestClaudeChannelsSurfaced(t *testing.T) {
 	}
 	answer()
 
-	r := model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+recv, func(r *messagesRequest) bool {
-		res, ok := r.lastToolResult()
-		return ok && res.Name == recv
-	})
-	got, _ := r.Messages.lastToolResult()
-	if got.IsError || !strings.Contains(got.Text, body) || !strings.Contains(got.Text, "] Receipt: ") {
-		t.Fatalf("%s result (is_error %v): %q, want the message %q with its receipt", recv, got.IsError, got.Text, body)
-	}
-	r = model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+ack, func(r *messagesRequest) bool {
-		res, ok := r.lastToolResult()
-		return ok && res.Name == ack
-	})
-	got, _ = r.Messages.lastToolResult()
-	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1 ") {
-		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1 ")
-	}
-	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
-		t.Errorf("channel turn: result %+v, want OK", r)
-	}
+	fetchedAndAcknowledged(t, model, s, recv, ack, body, "channel turn")
 	st = peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_acknowledged", deliveryTimeout)
 	if !strings.Contains(st, "signed by self") {
 		t.Errorf("message_status of the sent message: %q, want the receipt signed by self", st)

@@ -240,26 +240,8 @@ func TestClaudeStopHookWakes(t *testing.T) {
 		t.Fatalf("the model answered the notice with %+v, want a call of %s", wake.Reply, recv)
 	}
 
-	r := model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+recv, func(r *messagesRequest) bool {
-		res, ok := r.lastToolResult()
-		return ok && res.Name == recv
-	})
-	got, _ := r.Messages.lastToolResult()
-	t.Logf("%s(notification_id=%q):\n%s", recv, id, got.Text)
-	if got.IsError || !strings.Contains(got.Text, body) || !strings.Contains(got.Text, "] Receipt: ") {
-		t.Fatalf("%s result (is_error %v): %q, want the message %q with its receipt", recv, got.IsError, got.Text, body)
-	}
-	r = model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+ack, func(r *messagesRequest) bool {
-		res, ok := r.lastToolResult()
-		return ok && res.Name == ack
-	})
-	got, _ = r.Messages.lastToolResult()
-	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1 ") {
-		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1 ")
-	}
-	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
-		t.Errorf("wake-up turn: result %+v, want OK", r)
-	}
+	fetched := fetchedAndAcknowledged(t, model, s, recv, ack, body, "wake-up turn")
+	t.Logf("%s(notification_id=%q):\n%s", recv, id, fetched)
 	// The Claude session's server told the sender, in signed receipts,
 	// that the model consumed the message.
 	st = peer.callUntil(t, "message_status", map[string]any{"msg_id": msgID}, "receipt: receiver_acknowledged", deliveryTimeout)
@@ -267,6 +249,35 @@ func TestClaudeStopHookWakes(t *testing.T) {
 		t.Errorf("message_status of the sent message: %q, want the receipt signed by self", st)
 	}
 	t.Logf("done after %v", time.Since(began).Round(time.Millisecond))
+}
+
+// fetchedAndAcknowledged waits until the model has the result of its call
+// of recv, which must hold body with its receipt line, then the result of
+// its call of ack, which must acknowledge one message, then the end of
+// the turn (named turn in failures), which must answer OK. It returns the
+// text of recv's result.
+func fetchedAndAcknowledged(t *testing.T, model *fakeModel, s *claudeSession, recv, ack, body, turn string) string {
+	t.Helper()
+	r := model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+recv, func(r *messagesRequest) bool {
+		res, ok := r.lastToolResult()
+		return ok && res.Name == recv
+	})
+	fetched, _ := r.Messages.lastToolResult()
+	if fetched.IsError || !strings.Contains(fetched.Text, body) || !strings.Contains(fetched.Text, "] Receipt: ") {
+		t.Fatalf("%s result (is_error %v): %q, want the message %q with its receipt", recv, fetched.IsError, fetched.Text, body)
+	}
+	r = model.waitMessages(t, claudeTurnTimeout, s.p.done, "with the result of "+ack, func(r *messagesRequest) bool {
+		res, ok := r.lastToolResult()
+		return ok && res.Name == ack
+	})
+	got, _ := r.Messages.lastToolResult()
+	if got.IsError || !strings.HasPrefix(got.Text, "Acknowledged 1 ") {
+		t.Errorf("%s result (is_error %v): %q, want it to start with %q", ack, got.IsError, got.Text, "Acknowledged 1 ")
+	}
+	if r := s.nextResult(t, claudeTurnTimeout); r.IsError || r.Result != "OK" {
+		t.Errorf("%s: result %+v, want OK", turn, r)
+	}
+	return fetched.Text
 }
 
 // TestClaudePromptHookResetsTheBudget runs claude -p with the plugin from
