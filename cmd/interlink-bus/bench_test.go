@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -76,5 +80,41 @@ func TestBenchUsageNamesTheVariantFlags(t *testing.T) {
 		if !strings.Contains(out, flag) {
 			t.Errorf("bench --help (exit %d) does not describe %q:\n%s", code, flag, out)
 		}
+	}
+}
+
+// TestBenchCPUProfileWritesANewFileOnly runs the bench with --cpuprofile:
+// the file holds a CPU profile (gzip-compressed protocol buffers, as
+// go tool pprof reads); a file that already exists is refused and left as
+// it was.
+func TestBenchCPUProfileWritesANewFileOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.out")
+	code, out, errOut := runBench(t, "--keepalive", "--duration", "300ms", "--cpuprofile", path)
+	if code != exitOK || !strings.Contains(out, "\nroundtrip  ops=") {
+		t.Fatalf("exit %d, stdout %s, stderr %s", code, out, errOut)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzip-compressed: %v", err)
+	}
+	if n, err := io.Copy(io.Discard, zr); err != nil || n == 0 {
+		t.Fatalf("the profile: %d bytes, %v", n, err)
+	}
+
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runBench(t, "--keepalive", "--duration", "300ms", "--cpuprofile", path)
+	if code != exitError || !strings.Contains(errOut, "--cpuprofile") || !strings.Contains(errOut, "exists") {
+		t.Errorf("an existing profile file: exit %d, stderr %s; want exit %d naming --cpuprofile", code, errOut, exitError)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("the existing file changed (%v)", err)
 	}
 }
