@@ -2,7 +2,9 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -298,4 +300,38 @@ func marshal(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A roster large enough to be checked in shares on several processors
+// keeps the relay's order, and skips and counts the same elements as one
+// checked element after element.
+func TestCheckElemsInSharesKeepsTheRostersOrder(t *testing.T) {
+	s := testutil.Signer(t, 9)
+	var elems []json.RawMessage
+	for i := range 3*checkShare + 17 {
+		a := s.Announce(fmt.Sprint("n", i), session(fmt.Sprint("s", i)), 10)
+		switch i % 7 {
+		case 3:
+			a.Name = "forged" // no longer matches the signature
+		case 5:
+			elems = append(elems, json.RawMessage(`"not an announcement"`))
+			continue
+		}
+		elems = append(elems, json.RawMessage(marshal(t, a)))
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	got := checkElems(elems)
+	want := checkShareOf(elems)
+	if got.undecodable != want.undecodable || got.badSig != want.badSig || got.undecodable == 0 || got.badSig == 0 {
+		t.Errorf("skipped %d undecodable and %d forged, want %d and %d", got.undecodable, got.badSig, want.undecodable, want.badSig)
+	}
+	if len(got.entries) != len(want.entries) {
+		t.Fatalf("%d entries, want %d", len(got.entries), len(want.entries))
+	}
+	for i := range got.entries {
+		if got.entries[i].ann.Name != want.entries[i].ann.Name || got.entries[i].ann.Session.SessionID != want.entries[i].ann.Session.SessionID {
+			t.Fatalf("entry %d: %s of %s, want %s of %s", i, got.entries[i].ann.Name, got.entries[i].ann.Session.SessionID,
+				want.entries[i].ann.Name, want.entries[i].ann.Session.SessionID)
+		}
+	}
 }
