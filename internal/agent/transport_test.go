@@ -28,24 +28,34 @@ type rpcResponse struct {
 	} `json:"error"`
 }
 
-// Over standard input and output, a tools/call whose arguments the tool's
-// schema refuses is answered -32602 with its own id, every other mistake
-// -32603, a good call normally, and a notification not at all.
-func TestStdioAnswersSchemaMistakesWithInvalidParams(t *testing.T) {
+// serveStdio starts an agent of a new identity with Claude channels on or
+// off, serving MCP over pipes, and returns the pipe to write its input
+// to, the one to read its output from, and where Serve's error arrives
+// once the input is closed.
+func serveStdio(t *testing.T, channels bool) (in *io.PipeWriter, out *io.PipeReader, served <-chan error) {
+	t.Helper()
 	id := agenttest.NewIdent(t)
 	a, err := agent.New(agent.Config{KeyPath: id.KeyPath, PeersPath: id.PeersPath, URLs: []string{agenttest.StartBus(t)},
-		Session: "s1", StateRoot: t.TempDir(), Timing: agenttest.Timing()})
+		Session: "s1", StateRoot: t.TempDir(), Timing: agenttest.Timing(), Channels: channels})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	served := make(chan error, 1)
+	done := make(chan error, 1)
 	go func() {
 		err := a.Serve(context.Background(), inR, outW)
 		_ = outW.Close()
-		served <- err
+		done <- err
 	}()
+	return inW, outR, done
+}
+
+// Over standard input and output, a tools/call whose arguments the tool's
+// schema refuses is answered -32602 with its own id, every other mistake
+// -32603, a good call normally, and a notification not at all.
+func TestStdioAnswersSchemaMistakesWithInvalidParams(t *testing.T) {
+	inW, outR, served := serveStdio(t, false)
 	dec := json.NewDecoder(outR)
 	call := func(line string) rpcResponse {
 		t.Helper()
@@ -100,20 +110,7 @@ func TestStdioAnswersSchemaMistakesWithInvalidParams(t *testing.T) {
 func TestStdioChannelsOfferOnlyHandshakeRevisions(t *testing.T) {
 	const modern = "2026-07-28" // the first revision without the handshake
 	for _, channels := range []bool{true, false} {
-		id := agenttest.NewIdent(t)
-		a, err := agent.New(agent.Config{KeyPath: id.KeyPath, PeersPath: id.PeersPath, URLs: []string{agenttest.StartBus(t)},
-			Session: "s1", StateRoot: t.TempDir(), Timing: agenttest.Timing(), Channels: channels})
-		if err != nil {
-			t.Fatal(err)
-		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		served := make(chan error, 1)
-		go func() {
-			err := a.Serve(context.Background(), inR, outW)
-			_ = outW.Close()
-			served <- err
-		}()
+		inW, outR, served := serveStdio(t, channels)
 		if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n"); err != nil {
 			t.Fatal(err)
 		}
