@@ -59,6 +59,10 @@ func TestSetupClaude(t *testing.T) {
 		"INTERLINK_CHANNELS":  "${INTERLINK_CHANNELS:-0}",
 		"INTERLINK_STATE_DIR": "${INTERLINK_STATE_DIR:-}",
 		"XDG_STATE_HOME":      "${XDG_STATE_HOME:-}",
+		// Set in the shell that starts Claude Code, they reach the
+		// server; unset, they are empty, which is the default.
+		"INTERLINK_DISCOVERABLE": "${INTERLINK_DISCOVERABLE:-}",
+		"INTERLINK_RECEIPTS":     "${INTERLINK_RECEIPTS:-}",
 	}
 	for k, v := range wantEnv {
 		if srv.Env[k] != v {

@@ -66,6 +66,10 @@ func ClaudePlugin(bin, home, stateDir string) ([]File, error) {
 		"INTERLINK_CHANNELS":  "${INTERLINK_CHANNELS:-0}",
 		"INTERLINK_NAME":      "${INTERLINK_NAME:-}",
 		"INTERLINK_LOG_LEVEL": "${INTERLINK_LOG_LEVEL:-info}",
+		// Claude Code hands the server only the variables declared here;
+		// empty means the server's default (yes).
+		"INTERLINK_DISCOVERABLE": "${INTERLINK_DISCOVERABLE:-}",
+		"INTERLINK_RECEIPTS":     "${INTERLINK_RECEIPTS:-}",
 	}
 	hookArgs := ""
 	if stateDir != "" {

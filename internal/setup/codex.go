@@ -46,6 +46,8 @@ func CodexConfig(bin, codexHome string, comments bool) string {
 # INTERLINK_KEY = "/home/you/.config/interlink/id.key"
 # INTERLINK_PEERS = "/home/you/.config/interlink/peers.json"
 # INTERLINK_CODEX_BIN = "/path/to/codex"   # when codex is not on Codex's PATH
+# INTERLINK_DISCOVERABLE = "no"   # strangers on a relay with --auth required do not see this session
+# INTERLINK_RECEIPTS = "no"       # no end-to-end receipts, sent or asked for
 `)
 	}
 	for _, h := range codexHookEvents {
