@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/keylimit"
 )
 
@@ -103,72 +101,19 @@ func BenchmarkReceiptsOnAndOff(b *testing.B) {
 	a := agenttest.Start(b, alice, "a1", []string{url}, &agenttest.Options{NoSink: true})
 	agenttest.OnRoster(b, url, alice.Key(), "a1")
 
-	type side struct {
-		name, peer, session string
-		id                  *agenttest.Ident
-		off                 bool
-		root                string
-		got                 chan string
-		sent                int64
-		lat                 []time.Duration
-		sum                 time.Duration
-	}
-	sides := []*side{
-		{name: "on", peer: "bob", session: "b1", id: bob},
-		{name: "off", peer: "carol", session: "c1", id: carol, off: true},
+	sides := []*turnSide{
+		{name: "on", peer: "bob", session: "b1", sender: a, from: alice, id: bob},
+		{name: "off", peer: "carol", session: "c1", sender: a, from: alice, id: carol},
 	}
 	for _, s := range sides {
-		s.root, s.got = b.TempDir(), make(chan string, 1)
-		agenttest.Start(b, s.id, s.session, []string{url}, &agenttest.Options{Root: s.root, NoSink: true, Edit: func(c *agent.Config) {
-			c.Delivered = func(m *identity.Message, _ string) { s.got <- m.MsgID }
-			c.NoReceipts = s.off
-		}})
-		agenttest.OnRoster(b, url, s.id.Key(), s.session)
+		s.startRecipient(b, url, func(c *agent.Config) { c.NoReceipts = s.name == "off" })
 	}
-	send := func(s *side) time.Duration {
-		args := map[string]any{"to": s.peer, "session": s.session, "text": "benchmark message of a typical length, about one line of prose."}
-		t0 := time.Now()
-		id := agenttest.MsgID(b, a.OK("send_message", args))
-		select {
-		case m := <-s.got:
-			if m != id {
-				b.Fatalf("%s committed %s, sent %s", s.peer, m, id)
-			}
-		case <-time.After(10 * time.Second):
-			b.Fatalf("message to %s not committed within 10 s", s.peer)
-		}
-		s.sent++
-		return time.Since(t0)
-	}
-	for _, s := range sides { // everyone learns everyone's capabilities
-		send(s)
-	}
-	startRequests := count.paths[0].Load() + count.paths[1].Load() + count.paths[2].Load()
-	startReceipts := count.routes[aliceRoute].Load()
+	var startRequests, startReceipts int64
+	runTurns(b, func() { // once everyone learnt everyone's capabilities
+		startRequests = count.paths[0].Load() + count.paths[1].Load() + count.paths[2].Load()
+		startReceipts = count.routes[aliceRoute].Load()
+	}, sides...)
 
-	n := 0
-	for b.Loop() {
-		if n == 45 { // stay within 45 unread records of an empty mailbox
-			b.StopTimer()
-			for _, s := range sides {
-				writeAcknowledged(b, s.root, alice, s.id, s.session, 0)
-			}
-			n = 0
-			b.StartTimer()
-		}
-		n++
-		order := sides
-		if n%2 == 0 {
-			order = []*side{sides[1], sides[0]}
-		}
-		for _, s := range order {
-			d := send(s)
-			s.lat = append(s.lat, d)
-			s.sum += d
-		}
-	}
-
-	b.StopTimer()
 	msgs := sides[0].sent + sides[1].sent - 2
 	// Let the last window's receipt go, so that the count is whole.
 	agenttest.Eventually(b, "bob's last receipt", func() bool {
@@ -186,8 +131,7 @@ func BenchmarkReceiptsOnAndOff(b *testing.B) {
 		b.Fatalf("%d sends to carol for %d messages: a receipt went to a peer without receipts", got, sides[1].sent)
 	}
 	for _, s := range sides {
-		slices.Sort(s.lat)
-		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-µs")
+		s.reportLatency(b, false)
 	}
 	b.ReportMetric(float64(sides[1].sum)/float64(sides[0].sum), "on/off-rate")
 	b.ReportMetric(float64(receipts)/float64(sides[0].sent-1), "receipts-per-msg")

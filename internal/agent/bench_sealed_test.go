@@ -6,23 +6,23 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/sealcap"
+	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// sendCounter counts, on the bus, the /send bodies addressed to one key,
-// sealed and plain. Reading a body of a few kilobytes again costs a few
-// microseconds, the same for both kinds, next to milliseconds per message.
+// sendCounter counts, on the bus, the /send bodies addressed to a route
+// of one key, sealed and plain. Reading a body of a few kilobytes again
+// costs a few microseconds, the same for both kinds, next to
+// milliseconds per message. Only the route counts: a receipt that the
+// key's agent sends names the key too, as its sender.
 type sendCounter struct {
-	key           []byte
+	key           string
 	sealed, plain atomic.Int64
 }
 
@@ -35,9 +35,10 @@ func countSends(counters ...*sendCounter) func(http.Handler) http.Handler {
 			if r.URL.Path == "/send" {
 				body, _ := io.ReadAll(r.Body)
 				r.Body = io.NopCloser(bytes.NewReader(body))
+				send, err := wire.DecodeSend(body)
 				for _, c := range counters {
 					switch {
-					case !bytes.Contains(body, c.key):
+					case err != nil || !strings.HasPrefix(send.To, c.key):
 					case bytes.Contains(body, sealedMark):
 						c.sealed.Add(1)
 					default:
@@ -73,8 +74,8 @@ func BenchmarkSealedAndPlainToCommit(b *testing.B) {
 	alice.Admit(b, "bob", bob, "carol", carol)
 	bob.Admit(b, "alice", alice)
 	carol.Admit(b, "alice", alice)
-	toBob := &sendCounter{key: []byte(bob.Key())}
-	toCarol := &sendCounter{key: []byte(carol.Key())}
+	toBob := &sendCounter{key: bob.Key()}
+	toCarol := &sendCounter{key: carol.Key()}
 	url := bustest.Start(b, &bustest.Options{Wrap: countSends(toBob, toCarol)})
 
 	aliceRoot := b.TempDir()
@@ -88,77 +89,25 @@ func BenchmarkSealedAndPlainToCommit(b *testing.B) {
 	a := agenttest.Start(b, alice, "a1", []string{url}, &agenttest.Options{Root: aliceRoot, NoSink: true})
 
 	type side struct {
-		name, peer, session string
-		id                  *agenttest.Ident
-		count               *sendCounter
-		root                string
-		got                 chan string
-		sent                int64
-		lat                 []time.Duration
-		sum                 time.Duration
+		turnSide
+		count *sendCounter
 	}
 	sides := []*side{
-		{name: "sealed", peer: "bob", session: "b1", id: bob, count: toBob},
-		{name: "plain", peer: "carol", session: "c1", id: carol, count: toCarol},
+		{turnSide{name: "sealed", peer: "bob", session: "b1", sender: a, from: alice, id: bob}, toBob},
+		{turnSide{name: "plain", peer: "carol", session: "c1", sender: a, from: alice, id: carol}, toCarol},
 	}
 	for _, s := range sides {
-		s.root, s.got = b.TempDir(), make(chan string, 1)
-		agenttest.Start(b, s.id, s.session, []string{url}, &agenttest.Options{Root: s.root, NoSink: true, Edit: func(c *agent.Config) {
-			c.Delivered = func(m *identity.Message, _ string) { s.got <- m.MsgID }
-		}})
-		agenttest.OnRoster(b, url, s.id.Key(), s.session)
+		s.startRecipient(b, url, nil)
 	}
-	send := func(s *side) time.Duration {
-		args := map[string]any{"to": s.peer, "session": s.session, "text": "benchmark message of a typical length, about one line of prose."}
-		t0 := time.Now()
-		id := agenttest.MsgID(b, a.OK("send_message", args))
-		select {
-		case m := <-s.got:
-			if m != id {
-				b.Fatalf("%s committed %s, sent %s", s.peer, m, id)
-			}
-		case <-time.After(10 * time.Second):
-			b.Fatalf("message to %s not committed within 10 s", s.peer)
-		}
-		s.sent++
-		return time.Since(t0)
-	}
-	for _, s := range sides { // alice learns bob's capabilities from the roster
-		send(s)
-	}
+	runTurns(b, nil, &sides[0].turnSide, &sides[1].turnSide)
 
-	n := 0
-	for b.Loop() {
-		if n == 45 { // stay within 45 unread records of an empty mailbox
-			b.StopTimer()
-			for _, s := range sides {
-				writeAcknowledged(b, s.root, alice, s.id, s.session, 0)
-			}
-			n = 0
-			b.StartTimer()
-		}
-		n++
-		order := sides
-		if n%2 == 0 {
-			order = []*side{sides[1], sides[0]}
-		}
-		for _, s := range order {
-			d := send(s)
-			s.lat = append(s.lat, d)
-			s.sum += d
-		}
-	}
-
-	b.StopTimer()
 	for _, s := range sides {
 		sealed, plain := s.count.sealed.Load(), s.count.plain.Load()
 		wantSealed := s.name == "sealed"
 		if (wantSealed && (plain != 0 || sealed < s.sent)) || (!wantSealed && (sealed != 0 || plain < s.sent)) {
 			b.Fatalf("to %s: %d sent, %d went sealed and %d plain; want every one %s", s.peer, s.sent, sealed, plain, s.name)
 		}
-		slices.Sort(s.lat)
-		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-µs")
-		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Microseconds()), s.name+"-p99-µs")
+		s.reportLatency(b, true)
 	}
 	b.ReportMetric(float64(sides[0].sum)/float64(sides[1].sum), "sealed/plain-time")
 	b.ReportMetric(float64(sides[1].sum)/float64(sides[0].sum), "sealed/plain-rate")

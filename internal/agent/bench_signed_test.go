@@ -3,15 +3,12 @@ package agent_test
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
-	"github.com/interlink-go/interlink/internal/identity"
 	"github.com/interlink-go/interlink/internal/keylimit"
 	"github.com/interlink-go/interlink/internal/reqsign"
 	"github.com/interlink-go/interlink/internal/sealcap"
@@ -46,8 +43,8 @@ func BenchmarkSignedSealedAndPlainToCommit(b *testing.B) {
 	alice2.Admit(b, "bob", bob)
 	carol.Admit(b, "alice", alice1)
 	bob.Admit(b, "alice", alice2)
-	toBob := &sendCounter{key: []byte(bob.Key())}
-	toCarol := &sendCounter{key: []byte(carol.Key())}
+	toBob := &sendCounter{key: bob.Key()}
+	toCarol := &sendCounter{key: carol.Key()}
 
 	fast := keylimit.Rate{Every: time.Nanosecond, Burst: 1 << 30}
 	verifier, err := reqsign.New(&reqsign.Options{PerKey: 1 << 20, Total: 1 << 21})
@@ -70,80 +67,27 @@ func BenchmarkSignedSealedAndPlainToCommit(b *testing.B) {
 	}
 
 	type side struct {
-		name, peer, session, url string
-		from, id                 *agenttest.Ident
-		fromRoot                 string
-		count                    *sendCounter
-		sender                   *agenttest.Node
-		root                     string
-		got                      chan string
-		sent                     int64
-		lat                      []time.Duration
-		sum                      time.Duration
+		turnSide
+		url, fromRoot string
+		count         *sendCounter
 	}
 	sides := []*side{
-		{name: "protected", peer: "bob", session: "b1", url: signedURL, from: alice2, fromRoot: b.TempDir(), id: bob, count: toBob},
-		{name: "plain", peer: "carol", session: "c1", url: plainURL, from: alice1, fromRoot: alice1Root, id: carol, count: toCarol},
+		{turnSide{name: "protected", peer: "bob", session: "b1", from: alice2, id: bob}, signedURL, b.TempDir(), toBob},
+		{turnSide{name: "plain", peer: "carol", session: "c1", from: alice1, id: carol}, plainURL, alice1Root, toCarol},
 	}
 	for _, s := range sides {
-		s.root, s.got = b.TempDir(), make(chan string, 1)
-		agenttest.Start(b, s.id, s.session, []string{s.url}, &agenttest.Options{Root: s.root, NoSink: true, Edit: func(c *agent.Config) {
-			c.Delivered = func(m *identity.Message, _ string) { s.got <- m.MsgID }
-		}})
-		agenttest.OnRoster(b, s.url, s.id.Key(), s.session)
+		s.startRecipient(b, s.url, nil)
 		s.sender = agenttest.Start(b, s.from, "a1", []string{s.url}, &agenttest.Options{Root: s.fromRoot, NoSink: true})
 	}
-	send := func(s *side) time.Duration {
-		args := map[string]any{"to": s.peer, "session": s.session, "text": "benchmark message of a typical length, about one line of prose."}
-		t0 := time.Now()
-		id := agenttest.MsgID(b, s.sender.OK("send_message", args))
-		select {
-		case m := <-s.got:
-			if m != id {
-				b.Fatalf("%s committed %s, sent %s", s.peer, m, id)
-			}
-		case <-time.After(10 * time.Second):
-			b.Fatalf("message to %s not committed within 10 s", s.peer)
-		}
-		s.sent++
-		return time.Since(t0)
-	}
-	for _, s := range sides { // alice2 learns bob's capabilities from the roster
-		send(s)
-	}
+	runTurns(b, nil, &sides[0].turnSide, &sides[1].turnSide)
 
-	n := 0
-	for b.Loop() {
-		if n == 45 { // stay within 45 unread records of an empty mailbox
-			b.StopTimer()
-			for _, s := range sides {
-				writeAcknowledged(b, s.root, s.from, s.id, s.session, 0)
-			}
-			n = 0
-			b.StartTimer()
-		}
-		n++
-		order := sides
-		if n%2 == 0 {
-			order = []*side{sides[1], sides[0]}
-		}
-		for _, s := range order {
-			d := send(s)
-			s.lat = append(s.lat, d)
-			s.sum += d
-		}
-	}
-
-	b.StopTimer()
 	for _, s := range sides {
 		sealed, plain := s.count.sealed.Load(), s.count.plain.Load()
 		wantSealed := s.name == "protected"
 		if (wantSealed && (plain != 0 || sealed < s.sent)) || (!wantSealed && (sealed != 0 || plain < s.sent)) {
 			b.Fatalf("to %s: %d sent, %d went sealed and %d plain; want every one sealed only on the protected path", s.peer, s.sent, sealed, plain)
 		}
-		slices.Sort(s.lat)
-		b.ReportMetric(float64(s.lat[len(s.lat)/2].Microseconds()), s.name+"-p50-µs")
-		b.ReportMetric(float64(s.lat[len(s.lat)*99/100].Microseconds()), s.name+"-p99-µs")
+		s.reportLatency(b, true)
 	}
 	b.ReportMetric(float64(sides[1].sum)/float64(sides[0].sum), "protected/plain-rate")
 }
