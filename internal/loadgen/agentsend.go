@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 	"github.com/interlink-go/interlink/internal/relay"
 )
 
@@ -23,7 +25,7 @@ import (
 // Before the measurement each sender sends one message and its receiver
 // takes it, so the connections are warm; dials_per_op counts only the
 // connections opened during the measurement.
-func (r *run) agentSend(ctx context.Context) (Result, error) {
+func (r *run) agentSend(ctx context.Context) (measure.Result, error) {
 	t := r.meter.tally(string(ModeAgentSend))
 	senders := r.cfg.Senders
 	var dials atomic.Int64
@@ -50,15 +52,15 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 
 	// Warm up: one send and one receive per client.
 	for i, c := range clients {
-		if err := c.Send(ctx, routes[i], makePayload("warm", r.meter.since(), r.cfg.Size)); err != nil {
-			return Result{Name: string(ModeAgentSend)}, err
+		if err := c.Send(ctx, routes[i], payload.Make("warm", r.meter.since(), r.cfg.Size)); err != nil {
+			return measure.Result{Name: string(ModeAgentSend)}, err
 		}
 		m, err := c.Recv(ctx, routes[i], recvWait)
 		if err == nil && m.HasMessage {
 			err = c.Ack(ctx, routes[i], m.Ack)
 		}
 		if err != nil {
-			return Result{Name: string(ModeAgentSend)}, err
+			return measure.Result{Name: string(ModeAgentSend)}, err
 		}
 	}
 
@@ -72,7 +74,7 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 		c, route := clients[i], routes[i]
 		for j := 0; ctx.Err() == nil; j++ {
 			start := time.Now()
-			err := c.Send(ctx, route, makePayload("a"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
+			err := c.Send(ctx, route, payload.Make("a"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 			if t.record(ctx, start, err) {
 				return
 			}
@@ -80,9 +82,9 @@ func (r *run) agentSend(ctx context.Context) (Result, error) {
 	})
 	res := t.result(string(ModeAgentSend), elapsed)
 	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
-	res.Extra = []Field{
-		{"senders", strconv.Itoa(senders)},
-		{"client", map[bool]string{true: "agent", false: "new-conn"}[r.cfg.KeepAlive]},
+	res.Extra = []measure.Field{
+		{Key: "senders", Value: strconv.Itoa(senders)},
+		{Key: "client", Value: map[bool]string{true: "agent", false: "new-conn"}[r.cfg.KeepAlive]},
 		dialsField(t.dials.Add(dials.Load()-warm), res.Ops),
 	}
 	r.drain(routes)
@@ -105,9 +107,9 @@ func agentReceive(ctx context.Context, c *relay.Client, route string) {
 }
 
 // dialsField reports dials connections opened over ops operations.
-func dialsField(dials, ops int64) Field {
+func dialsField(dials, ops int64) measure.Field {
 	if ops == 0 {
-		return Field{"dials_per_op", "n/a"}
+		return measure.Field{Key: "dials_per_op", Value: "n/a"}
 	}
-	return Field{"dials_per_op", strconv.FormatFloat(float64(dials)/float64(ops), 'f', 3, 64)}
+	return measure.Field{Key: "dials_per_op", Value: strconv.FormatFloat(float64(dials)/float64(ops), 'f', 3, 64)}
 }

@@ -10,6 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -23,7 +25,7 @@ import (
 // empty, a new file in a temporary folder inside dir ("" for the system's
 // temporary folder) that is removed afterwards. Measure on the file system
 // the bus uses: fsync cost differs wildly between disks and tmpfs.
-func (f *floors) bolt(ctx context.Context, path, dir string) (res Result, err error) {
+func (f *floors) bolt(ctx context.Context, path, dir string) (res measure.Result, err error) {
 	res.Name = string(ModeBoltFloor)
 	if path == "" {
 		tmp, err := os.MkdirTemp(dir, "interlink-boltfloor-")
@@ -50,7 +52,7 @@ func (f *floors) bolt(ctx context.Context, path, dir string) (res Result, err er
 
 	// The value is as long as a stored envelope: the payload plus the
 	// wrapping and stamp the bus adds.
-	value := make([]byte, len(wire.Envelope(makePayload("b", 0, f.cfg.Size), 1700000000000)))
+	value := make([]byte, len(wire.Envelope(payload.Make("b", 0, f.cfg.Size), 1700000000000)))
 	t := f.meter.tally(string(ModeBoltFloor))
 	elapsed, err := f.meter.phase(ctx, 1, func(ctx context.Context, _ int) {
 		var key [8]byte
@@ -74,6 +76,6 @@ func (f *floors) bolt(ctx context.Context, path, dir string) (res Result, err er
 		}
 	})
 	res = t.result(string(ModeBoltFloor), elapsed)
-	res.Extra = []Field{{"commits_per_op", "2"}}
+	res.Extra = []measure.Field{{Key: "commits_per_op", Value: "2"}}
 	return res, err
 }

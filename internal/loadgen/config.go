@@ -10,6 +10,8 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/parked"
+	"github.com/interlink-go/interlink/internal/loadgen/stall"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
@@ -167,9 +169,9 @@ type Config struct {
 	BusPID int
 
 	// Conns is how many connections [ModeStall] stalls of each kind; 0
-	// means [DefaultStallConns].
+	// means [stall.DefaultConns].
 	Conns int
-	// StallKinds names the kinds [ModeStall] measures ([StallKinds]);
+	// StallKinds names the kinds [ModeStall] measures ([stall.Kinds]);
 	// empty means all.
 	StallKinds []string
 	// BusCommand is what [ModeStall] and [ModeParked] run to start each
@@ -177,7 +179,7 @@ type Config struct {
 	// --addr 127.0.0.1:0.
 	BusCommand []string
 	// Polls is how many long-polls [ModeParked] parks, each on a route
-	// and a connection of its own; 0 means [DefaultPolls].
+	// and a connection of its own; 0 means [parked.DefaultPolls].
 	Polls int
 }
 
@@ -382,6 +384,30 @@ func isLoopbackHost(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// parkedDefaults checks and completes the settings of [ModeParked], which
+// starts a bus process of its own.
+func (c Config) parkedDefaults() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return c, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if c.URL != "" || c.BusPID != 0 || c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.NATSURL != "" || c.Latency != 0 || c.WithFloor || c.FillRoutes != 0 || c.Conns != 0 || len(c.StallKinds) > 0 {
+		return bad("mode parked starts a bus process of its own and measures its own floor: leave out --url, --bus-pid, the store settings, --latency, --with-floor, --fill-routes, --conns and --stall")
+	}
+	if len(c.BusCommand) == 0 {
+		return bad("mode parked needs the command that starts a bus")
+	}
+	if c.Polls == 0 {
+		c.Polls = parked.DefaultPolls
+	}
+	if c.Polls < 0 || c.Polls > parked.MaxPolls {
+		return bad("polls %d is outside 1..%d", c.Polls, parked.MaxPolls)
+	}
+	if c.Duration >= parked.PollWait {
+		return bad("mode parked waits %v with the polls parked, longer than a poll parks (%v): give a shorter --duration", c.Duration, parked.PollWait)
+	}
+	return c, nil
+}
+
 // stallDefaults checks and completes the settings of [ModeStall], which
 // starts bus processes of its own and loads nothing else.
 func (c Config) stallDefaults() (Config, error) {
@@ -395,12 +421,12 @@ func (c Config) stallDefaults() (Config, error) {
 		return bad("mode stall needs the command that starts a bus")
 	}
 	if c.Conns == 0 {
-		c.Conns = DefaultStallConns
+		c.Conns = stall.DefaultConns
 	}
-	if c.Conns < 0 || c.Conns > maxStallConns {
-		return bad("conns %d is outside 1..%d", c.Conns, maxStallConns)
+	if c.Conns < 0 || c.Conns > stall.MaxConns {
+		return bad("conns %d is outside 1..%d", c.Conns, stall.MaxConns)
 	}
-	if _, err := stallKindsOf(c.StallKinds); err != nil {
+	if err := stall.Check(c.StallKinds); err != nil {
 		return bad("%v", err)
 	}
 	return c, nil

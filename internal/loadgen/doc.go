@@ -27,19 +27,20 @@
 //     sending one message after the other, while the same client
 //     long-polls and acknowledges the route as an agent's inbound loop
 //     does. An operation is one send.
-//   - stall: for each way of leaving a connection unfinished (stalled in
-//     its headers, in its body, with a body declared to a route that
-//     never reads it, kept idle, ...), a bus process of its own
-//     ([Config.BusCommand]) is started, its memory read, [Config.Conns]
-//     connections stalled that way opened, and its memory read again.
-//   - parked: a bus process of its own, [Config.Polls] long-polls parked
-//     on it, each on a route and a connection of its own, the open-file
-//     limit raised to what they need (or an [ErrFileLimit] error saying
-//     which process is short and how many polls fit); the bus's memory
-//     above idle and its processor time while they wait are read from
-//     /proc, then each poll is woken by a send to its route and the
-//     latency runs from the start of that send to the poll's return.
-//     Every poll must get its message once.
+//   - stall (package stall): for each way of leaving a connection
+//     unfinished (stalled in its headers, in its body, with a body
+//     declared to a route that never reads it, kept idle, ...), a bus
+//     process of its own ([Config.BusCommand]) is started, its memory
+//     read, [Config.Conns] connections stalled that way opened, and its
+//     memory read again.
+//   - parked (package parked): a bus process of its own, [Config.Polls]
+//     long-polls parked on it, each on a route and a connection of its
+//     own, the open-file limit raised to what they need (or a
+//     [parked.ErrFileLimit] error saying which process is short and how
+//     many polls fit); the bus's memory above idle and its processor
+//     time while they wait are read from /proc, then each poll is woken
+//     by a send to its route and the latency runs from the start of that
+//     send to the poll's return. Every poll must get its message once.
 //
 // With [Config.WithFloor] a run measures the floor after its scenario, with
 // the same concurrency and three requests per operation (one for wake), so
@@ -57,7 +58,7 @@
 // Every phase (fill, parking idle polls, the measurement, each floor) stops
 // by itself when [Config.Duration] has passed; workers then get a few
 // seconds' grace to return, and a run that cannot stop them fails with
-// [ErrStuck] rather than hang. Load goes only to loopback addresses unless
+// [measure.ErrStuck] rather than hang. Load goes only to loopback addresses unless
 // [Config.AllowRemote] says otherwise. By default every request opens a new
 // TCP connection; [Config.KeepAlive] reuses them.
 //
@@ -72,8 +73,10 @@
 //
 // # Measurements
 //
-// Latencies go into a [latency.Recorder], which keeps every sample of a modest run
-// and a uniform reservoir sample of a long one, so memory stays bounded;
+// Each measurement is a [measure.Result]; the payloads every scenario
+// sends are made and read by package payload. Latencies go into a
+// [latency.Recorder], which keeps every sample of a modest run and a
+// uniform reservoir sample of a long one, so memory stays bounded;
 // percentiles use the nearest-rank method. Operations cut off by the
 // deadline count neither as done nor as failed. Resident memory is read from
 // /proc on Linux: that of this whole process for an in-process bus (bus and

@@ -12,6 +12,8 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -32,20 +34,20 @@ type floors struct {
 // for: a POST with a send-sized body, a GET with a query, a small POST. With
 // reqs 3 and as many workers as the measured mode, the floor is the ceiling
 // a bus could reach if it did no work at all.
-func (f *floors) floor(ctx context.Context, route string, workers, reqs int) (res Result, err error) {
+func (f *floors) floor(ctx context.Context, route string, workers, reqs int) (res measure.Result, err error) {
 	base, stop, err := f.serve(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		io.Copy(io.Discard, req.Body)
 		w.WriteHeader(http.StatusOK)
 	}))
 	if err != nil {
-		return Result{Name: "floor"}, err
+		return measure.Result{Name: "floor"}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
 	c := busclient.New(base, f.cfg.KeepAlive, workers)
 	defer c.Close()
-	sendBody, err := wire.SendBody(route, makePayload("f", 0, f.cfg.Size))
+	sendBody, err := wire.SendBody(route, payload.Make("f", 0, f.cfg.Size))
 	if err != nil {
-		return Result{Name: "floor"}, err
+		return measure.Result{Name: "floor"}, err
 	}
 	ackBody := wire.AppendAck(nil, route, route+"\x00"+"00000000000000000001") // the first key of a queue
 	query := wire.RecvTarget(route, time.Second)
@@ -72,9 +74,9 @@ func (f *floors) floor(ctx context.Context, route string, workers, reqs int) (re
 		}
 	})
 	res = t.result("floor", elapsed)
-	res.Extra = []Field{
-		{"workers", strconv.Itoa(workers)},
-		{"reqs_per_op", strconv.Itoa(reqs)},
+	res.Extra = []measure.Field{
+		{Key: "workers", Value: strconv.Itoa(workers)},
+		{Key: "reqs_per_op", Value: strconv.Itoa(reqs)},
 		dialsField(t.dials.Add(c.Dials()-dials), res.Ops),
 	}
 	return res, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 )
 
 // meter times a run's phases and keeps a tally per measurement, so that
@@ -40,7 +41,7 @@ func (m *meter) tally(name string) *tally {
 // that ends when the meter's window has passed (or ctx ends). It returns
 // the length of the window, from the start until that context ended or
 // every worker returned. Workers must return promptly once their context
-// ends; if they are not all back within [grace], phase returns [ErrStuck].
+// ends; if they are not all back within [measure.Grace], phase returns [measure.ErrStuck].
 func (m *meter) phase(ctx context.Context, n int, work func(ctx context.Context, i int)) (time.Duration, error) {
 	pctx, cancel := context.WithTimeout(ctx, m.window)
 	defer cancel()
@@ -62,8 +63,8 @@ func (m *meter) phase(ctx context.Context, n int, work func(ctx context.Context,
 	select {
 	case <-done:
 		return elapsed, nil
-	case <-time.After(grace):
-		return elapsed, ErrStuck
+	case <-time.After(measure.Grace):
+		return elapsed, measure.ErrStuck
 	}
 }
 
@@ -157,12 +158,12 @@ func (t *tally) fail(ctx context.Context, err error) {
 }
 
 // result adds elapsed, the window of the round just done, and returns the
-// tally so far as a Result called name.
-func (t *tally) result(name string, elapsed time.Duration) Result {
+// tally so far as a measure.Result called name.
+func (t *tally) result(name string, elapsed time.Duration) measure.Result {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.elapsed += elapsed
-	return Result{
+	return measure.Result{
 		Name:       name,
 		Ops:        t.ops.Load(),
 		Errors:     t.errs.Load(),
@@ -171,3 +172,7 @@ func (t *tally) result(name string, elapsed time.Duration) Result {
 		Latency:    t.rec.Summary(),
 	}
 }
+
+// errorPause is how long a worker waits after a failed request, so that a
+// dead bus is not hammered in a tight loop.
+const errorPause = 10 * time.Millisecond

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 )
 
 // pipeline measures throughput under concurrent load: S senders post as
@@ -23,7 +25,7 @@ import (
 // (Window < 0) senders that outpace the receivers build a backlog, and the
 // latency grows with it; with a small queue cap messages are then dropped,
 // which shows as sent minus delivered.
-func (r *run) pipeline(ctx context.Context) (Result, error) {
+func (r *run) pipeline(ctx context.Context) (measure.Result, error) {
 	t := r.meter.tally(string(ModePipeline))
 	sent := &t.sent
 	senders, receivers := r.cfg.Senders, r.cfg.Receivers
@@ -42,11 +44,11 @@ func (r *run) pipeline(ctx context.Context) (Result, error) {
 	})
 	res := t.result(string(ModePipeline), elapsed)
 	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
-	res.Extra = []Field{
-		{"senders", strconv.Itoa(senders)},
-		{"receivers", strconv.Itoa(receivers)},
-		{"sent", strconv.FormatInt(sent.Load(), 10)},
-		{"window", strconv.Itoa(max(r.cfg.Window, 0))},
+	res.Extra = []measure.Field{
+		{Key: "senders", Value: strconv.Itoa(senders)},
+		{Key: "receivers", Value: strconv.Itoa(receivers)},
+		{Key: "sent", Value: strconv.FormatInt(sent.Load(), 10)},
+		{Key: "window", Value: strconv.Itoa(max(r.cfg.Window, 0))},
 		dialsField(t.dials.Add(r.client.Dials()-dials), res.Ops),
 	}
 	r.drain(r.names.routes("pipe", receivers))
@@ -61,7 +63,7 @@ func (r *run) pipeSender(ctx context.Context, t *tally, w window, sent *atomic.I
 			return
 		}
 		route := r.names.route("pipe", (i+j)%routes)
-		err := r.client.Send(ctx, route, makePayload("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
+		err := r.client.Send(ctx, route, payload.Make("s"+strconv.Itoa(i)+"-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -89,7 +91,7 @@ func (r *run) pipeReceiver(ctx context.Context, t *tally, w window, i int) {
 			t.fail(ctx, err)
 			continue
 		}
-		_, sentAt, perr := parsePayload(m.Payload)
+		_, sentAt, perr := payload.Parse(m.Payload)
 		latency := r.meter.since() - sentAt
 		err = r.client.Ack(ctx, route, m.Ack)
 		w.release()
@@ -149,13 +151,13 @@ func (w window) release() {
 }
 
 // drain removes what a run left on the given routes of a bus at URL, so
-// the load leaves nothing behind there. It gives up after [grace]. An
+// the load leaves nothing behind there. It gives up after [measure.Grace]. An
 // in-process bus is discarded anyway.
 func (r *run) drain(routes []string) {
 	if r.target.Local {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	ctx, cancel := context.WithTimeout(context.Background(), measure.Grace)
 	defer cancel()
 	for _, route := range routes {
 		for route != "" && ctx.Err() == nil {

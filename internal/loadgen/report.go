@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 )
 
 // Write prints rep: two header lines starting with "#" that say what ran
@@ -32,8 +32,8 @@ func (rep *Report) Write(w io.Writer) error {
 		b.WriteString(res.String())
 		b.WriteByte('\n')
 	}
-	var measured []Result
-	floors := map[string]Result{}
+	var measured []measure.Result
+	floors := map[string]measure.Result{}
 	for _, res := range rep.Results {
 		switch res.Name {
 		case wireFloorName:
@@ -75,46 +75,11 @@ func (rep *Report) Write(w io.Writer) error {
 }
 
 // find returns the result named name.
-func find(results []Result, name string) (Result, bool) {
+func find(results []measure.Result, name string) (measure.Result, bool) {
 	for _, r := range results {
 		if r.Name == name {
 			return r, true
 		}
 	}
-	return Result{}, false
-}
-
-// String formats r as one report line.
-func (r Result) String() string {
-	var b strings.Builder
-	l := r.Latency
-	fmt.Fprintf(&b, "%-10s ops=%d ops/s=%.1f p50=%s p99=%s p999=%s max=%s errors=%d",
-		r.Name, r.Ops, r.OpsPerSec(), formatMillis(l.P50), formatMillis(l.P99), formatMillis(l.P999), formatMillis(l.Max), r.Errors)
-	if r.RSSBefore != 0 || r.RSSAfter != 0 {
-		fmt.Fprintf(&b, " rss_before=%s rss_after=%s", formatBytes(r.RSSBefore), formatBytes(r.RSSAfter))
-	}
-	if l.Kept < int(l.Count) {
-		fmt.Fprintf(&b, " sampled=%d", l.Kept)
-	}
-	for _, f := range r.Extra {
-		fmt.Fprintf(&b, " %s=%s", f.Key, f.Value)
-	}
-	if r.FirstError != "" {
-		fmt.Fprintf(&b, " first_error=%s", strconv.Quote(r.FirstError))
-	}
-	return b.String()
-}
-
-// formatMillis prints d in milliseconds with microsecond precision.
-func formatMillis(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64) + "ms"
-}
-
-// formatBytes prints n in MiB with one decimal, and a negative n (unknown)
-// as n/a.
-func formatBytes(n int64) string {
-	if n < 0 {
-		return "n/a"
-	}
-	return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + "MiB"
+	return measure.Result{}, false
 }

@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 )
 
 // A report sets each measurement beside each floor it has, and the wire
 // floor beside the loopback floor only.
 func TestReportSetsMeasurementsBesideTheirFloors(t *testing.T) {
-	result := func(name string, ops int64) Result {
-		return Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: latency.Summary{Count: ops, P50: time.Millisecond}}
+	result := func(name string, ops int64) measure.Result {
+		return measure.Result{Name: name, Ops: ops, Elapsed: time.Second, Latency: latency.Summary{Count: ops, P50: time.Millisecond}}
 	}
-	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []Result{
+	rep := &Report{Config: Config{Mode: ModeRoundtrip}, Results: []measure.Result{
 		result("roundtrip", 600), result("floor", 1000), result("wirefloor", 800), result("boltfloor", 300),
 	}}
 	var out strings.Builder

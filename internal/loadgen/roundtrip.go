@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 	"github.com/interlink-go/interlink/internal/loadgen/variant"
 )
 
@@ -18,7 +20,7 @@ const recvWait = time.Second
 // sends to a route of its own, polls that route and acknowledges what it
 // got, one request after the other. With more routes than senders, sender
 // i cycles through routes i, i+S, i+2S, … so no two senders share one.
-func (r *run) roundtrip(ctx context.Context) (Result, error) {
+func (r *run) roundtrip(ctx context.Context) (measure.Result, error) {
 	t := r.meter.tally(string(ModeRoundtrip))
 	before := t.rssBefore(r.target.RSS())
 	res, last, err := r.cycles(ctx, variant.Plain(r.client, r.cfg.Senders), string(ModeRoundtrip), "rt")
@@ -31,7 +33,7 @@ func (r *run) roundtrip(ctx context.Context) (Result, error) {
 // routes named kind-N, and reports it as name. It also returns the route
 // each sender used last: where a cycle cut short by the deadline can have
 // left its message.
-func (r *run) cycles(ctx context.Context, lanes []variant.Lane, name, kind string) (Result, []string, error) {
+func (r *run) cycles(ctx context.Context, lanes []variant.Lane, name, kind string) (measure.Result, []string, error) {
 	t := r.meter.tally(name)
 	senders, routes := r.cfg.Senders, r.cfg.Routes
 	last := make([]string, senders)
@@ -57,10 +59,10 @@ func (r *run) cycles(ctx context.Context, lanes []variant.Lane, name, kind strin
 		}
 	})
 	res := t.result(name, elapsed)
-	res.Extra = []Field{
-		{"senders", strconv.Itoa(senders)},
-		{"routes", strconv.Itoa(routes)},
-		{"reqs_per_op", "3"},
+	res.Extra = []measure.Field{
+		{Key: "senders", Value: strconv.Itoa(senders)},
+		{Key: "routes", Value: strconv.Itoa(routes)},
+		{Key: "reqs_per_op", Value: "3"},
 		dialsField(t.dials.Add(c.Dials()-dials), res.Ops),
 	}
 	return res, last, err
@@ -70,7 +72,7 @@ func (r *run) cycles(ctx context.Context, lanes []variant.Lane, name, kind strin
 // it back and acks it.
 func (r *run) cycle(ctx context.Context, l *variant.Lane, route, id string) error {
 	route = l.Route(route)
-	p, err := l.Seal(makePayload(id, r.meter.since(), r.cfg.Size))
+	p, err := l.Seal(payload.Make(id, r.meter.since(), r.cfg.Size))
 	if err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func (r *run) cycle(ctx context.Context, l *variant.Lane, route, id string) erro
 		return err
 	}
 	p, oerr := l.Open(m.Payload)
-	got, _, perr := parsePayload(p)
+	got, _, perr := payload.Parse(p)
 	if err := l.Recv.Ack(ctx, route, m.Ack); err != nil {
 		return err
 	}

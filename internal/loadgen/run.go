@@ -3,7 +3,6 @@ package loadgen
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -13,21 +12,11 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
-	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/parked"
+	"github.com/interlink-go/interlink/internal/loadgen/stall"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
-
-// grace is how long workers get to return after a phase's deadline before the
-// run gives up on them.
-const grace = 3 * time.Second
-
-// errorPause is how long a worker waits after a failed request, so that a
-// dead bus is not hammered in a tight loop.
-const errorPause = 10 * time.Millisecond
-
-// ErrStuck reports workers that did not return within the grace period
-// after their deadline. It points at a bug, not at a slow bus.
-var ErrStuck = errors.New("load workers did not stop after the deadline")
 
 // Report is what one run measured.
 type Report struct {
@@ -36,44 +25,7 @@ type Report struct {
 	// Target describes the bus (or server) that took the load.
 	Target string
 	// Results holds one entry per measurement, in the order made.
-	Results []Result
-}
-
-// Result is one measurement.
-type Result struct {
-	// Name says what was measured: a mode, "floor" or "boltfloor".
-	Name string
-	// Ops counts the operations completed inside the measurement window:
-	// request cycles, delivered messages, wake-ups or commits, by mode.
-	Ops int64
-	// Errors counts failed operations.
-	Errors int64
-	// FirstError is the first failure's text, empty when there was none.
-	FirstError string
-	// Elapsed is the length of the measurement window.
-	Elapsed time.Duration
-	// Latency summarizes the per-operation latencies.
-	Latency latency.Summary
-	// RSSBefore and RSSAfter are the resident memory of the bus's process,
-	// in bytes, around the measurement: 0 when not measured, -1 when this
-	// system cannot tell.
-	RSSBefore, RSSAfter int64
-	// Extra holds mode-specific fields, in print order.
-	Extra []Field
-	// Beside names the result a variant is compared with; empty for
-	// every other result.
-	Beside string
-}
-
-// Field is a named value of a [Result].
-type Field struct{ Key, Value string }
-
-// OpsPerSec returns the completed operations per second of the window.
-func (r Result) OpsPerSec() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.Ops) / r.Elapsed.Seconds()
+	Results []measure.Result
 }
 
 // Run performs the load run cfg describes and returns what it measured.
@@ -106,12 +58,13 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 		return rep, cmp.Or(err, ctx.Err())
 	case ModeStall:
 		rep.Target = "a new process for each kind: " + strings.Join(cfg.BusCommand, " ")
-		res, err := stall(ctx, cfg, logger)
+		res, err := stall.Run(ctx, stall.Options{Command: cfg.BusCommand, Conns: cfg.Conns, Kinds: cfg.StallKinds}, logger)
 		rep.Results = append(rep.Results, res...)
 		return rep, cmp.Or(err, ctx.Err())
 	case ModeParked:
 		rep.Target = "a new process: " + strings.Join(cfg.BusCommand, " ")
-		res, err := parked(ctx, cfg, logger)
+		res, err := parked.Run(ctx, parked.Options{Command: cfg.BusCommand, Polls: cfg.Polls, Senders: cfg.Senders,
+			Size: cfg.Size, KeepAlive: cfg.KeepAlive, Duration: cfg.Duration}, logger)
 		rep.Results = append(rep.Results, res)
 		return rep, cmp.Or(err, ctx.Err())
 	}
@@ -129,7 +82,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 	}
 	rep.Target = r.target.Desc
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		ctx, cancel := context.WithTimeout(context.Background(), measure.Grace)
 		defer cancel()
 		if serr := r.target.Stop(ctx); serr != nil && err == nil {
 			err = fmt.Errorf("stopping the in-process bus: %v", serr)
@@ -174,9 +127,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 	// measurement and its floors see the same spells of a busy machine.
 	rounds := max(cfg.Rounds, 1)
 	r.meter.window = cfg.Duration / time.Duration(rounds)
-	latest := map[string]Result{}
+	latest := map[string]measure.Result{}
 	var order []string
-	keep := func(res Result) {
+	keep := func(res measure.Result) {
 		if _, ok := latest[res.Name]; !ok {
 			order = append(order, res.Name)
 		}
@@ -194,7 +147,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Report, err e
 			// round can still land after it.
 			r.names = prefix + names("r"+strconv.Itoa(round)+"-")
 		}
-		var res Result
+		var res measure.Result
 		switch cfg.Mode {
 		case ModeRoundtrip:
 			res, err = r.roundtrip(ctx)

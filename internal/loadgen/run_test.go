@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/bolt"
 )
@@ -111,7 +112,7 @@ func TestRunRefusesRemoteURL(t *testing.T) {
 
 // checkResult requires a result called name that did some work without
 // errors and whose fields are consistent.
-func checkResult(t *testing.T, res Result, name string, cfg Config) {
+func checkResult(t *testing.T, res measure.Result, name string, cfg Config) {
 	t.Helper()
 	if res.Name != name {
 		t.Errorf("result name %q, want %q", res.Name, name)
@@ -123,8 +124,8 @@ func checkResult(t *testing.T, res Result, name string, cfg Config) {
 		t.Errorf("%s: %d errors, first: %s", name, res.Errors, res.FirstError)
 	}
 	// The window ends at the deadline, or earlier when the work ran out.
-	if res.Elapsed <= 0 || res.Elapsed > cfg.Duration+grace {
-		t.Errorf("%s: elapsed %v, want within (0, %v]", name, res.Elapsed, cfg.Duration+grace)
+	if res.Elapsed <= 0 || res.Elapsed > cfg.Duration+measure.Grace {
+		t.Errorf("%s: elapsed %v, want within (0, %v]", name, res.Elapsed, cfg.Duration+measure.Grace)
 	}
 	l := res.Latency
 	if l.Count != res.Ops || l.Kept == 0 {
@@ -147,7 +148,7 @@ func checkResult(t *testing.T, res Result, name string, cfg Config) {
 }
 
 // dialsPerOp returns the dials_per_op figure of res.
-func dialsPerOp(t *testing.T, res Result) (float64, bool) {
+func dialsPerOp(t *testing.T, res measure.Result) (float64, bool) {
 	t.Helper()
 	for _, f := range res.Extra {
 		if f.Key == "dials_per_op" {
@@ -185,7 +186,7 @@ func TestAgentSendCountsDials(t *testing.T) {
 }
 
 // checkRSS requires RSS figures for a result of an in-process bus.
-func checkRSS(t *testing.T, res Result) {
+func checkRSS(t *testing.T, res measure.Result) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		if res.RSSBefore != -1 || res.RSSAfter != -1 {
@@ -209,7 +210,7 @@ func runBounded(t *testing.T, cfg Config, phases int) *Report {
 		t.Fatalf("Run() = %v", err)
 	}
 	// Generous: this checks that the run ends, not how fast it is.
-	if limit := time.Duration(phases)*(cfg.Duration+grace) + 5*time.Second; time.Since(start) > limit {
+	if limit := time.Duration(phases)*(cfg.Duration+measure.Grace) + 5*time.Second; time.Since(start) > limit {
 		t.Errorf("Run() took %v, over its bound %v", time.Since(start), limit)
 	}
 	var out bytes.Buffer
@@ -281,8 +282,8 @@ func TestFillReportsItsPayload(t *testing.T) {
 	for _, f := range res.Extra {
 		fields[f.Key] = f.Value
 	}
-	if fields["complete"] != "true" || fields["payload_bytes"] != formatBytes(2000) {
-		t.Errorf("fill fields %v, want complete=true payload_bytes=%s", fields, formatBytes(2000))
+	if fields["complete"] != "true" || fields["payload_bytes"] != measure.Bytes(2000) {
+		t.Errorf("fill fields %v, want complete=true payload_bytes=%s", fields, measure.Bytes(2000))
 	}
 }
 
@@ -301,7 +302,7 @@ func TestFullFillsTheBusToItsTotal(t *testing.T) {
 				fields[f.Key] = f.Value
 			}
 			// Each message counts a little over 30,000 bytes: 34 fit.
-			if fields["full"] != "true" || res.Ops != 34 || fields["queued"] != "34" || fields["total_bytes"] != formatBytes(total) {
+			if fields["full"] != "true" || res.Ops != 34 || fields["queued"] != "34" || fields["total_bytes"] != measure.Bytes(total) {
 				t.Fatalf("full sent %d messages, fields %v; want 34 and full=true", res.Ops, fields)
 			}
 			if fields["refused"] == "0" || res.Errors != 0 {
@@ -375,7 +376,7 @@ func TestRunStopsWhenCanceled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run() error = %v, want context.Canceled", err)
 	}
-	if time.Since(start) > grace+5*time.Second {
+	if time.Since(start) > measure.Grace+5*time.Second {
 		t.Errorf("Run() took %v after a cancel at 100ms", time.Since(start))
 	}
 	if rep == nil || len(rep.Results) != 1 || rep.Results[0].Elapsed > time.Second {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/delayproxy"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/loadgen/variant"
 )
@@ -39,7 +40,7 @@ func (r *run) startVariants(rep *Report) error {
 			return err
 		}
 		vr.stop = append(vr.stop, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			ctx, cancel := context.WithTimeout(context.Background(), measure.Grace)
 			defer cancel()
 			return vr.target.Stop(ctx)
 		})
@@ -78,7 +79,7 @@ func (r *run) stopVariants() error {
 
 // variantRound measures one round of vr's roundtrip, reported beside the
 // plain roundtrip.
-func (r *run) variantRound(ctx context.Context, vr *variantRun) (Result, error) {
+func (r *run) variantRound(ctx context.Context, vr *variantRun) (measure.Result, error) {
 	res, _, err := r.cycles(ctx, vr.lanes, vr.v.Name(), "rt")
 	res.Beside = string(ModeRoundtrip)
 	if err != nil {

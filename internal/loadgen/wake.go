@@ -10,6 +10,9 @@ import (
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
 // wakeSettle is how long the sender waits after the waiter says it is about
@@ -26,7 +29,7 @@ const idleWait = 120 * time.Second
 // One waiter polls a target route; the sender waits until the waiter's
 // poll is parked, then sends; an operation is one wake-up, and its latency
 // runs from just before the send to the moment the waiter has the message.
-func (r *run) wake(ctx context.Context) (Result, error) {
+func (r *run) wake(ctx context.Context) (measure.Result, error) {
 	before := r.target.RSS()
 	idleCtx, stopIdle := context.WithCancel(ctx)
 	idleDone, err := r.parkIdle(idleCtx, r.cfg.Idle)
@@ -34,11 +37,11 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 		stopIdle()
 		select {
 		case <-idleDone:
-		case <-time.After(grace):
+		case <-time.After(measure.Grace):
 		}
 	}()
 	if err != nil {
-		return Result{Name: string(ModeWake)}, err
+		return measure.Result{Name: string(ModeWake)}, err
 	}
 	parked := r.target.RSS()
 
@@ -60,13 +63,13 @@ func (r *run) wake(ctx context.Context) (Result, error) {
 	res.RSSBefore, res.RSSAfter = before, r.target.RSS()
 	// The wake latency includes the /send request; its own median shows
 	// how much of the latency that is.
-	res.Extra = []Field{
-		{"idle", strconv.Itoa(r.cfg.Idle)},
-		{"send_p50", formatMillis(sends.Summary().P50)},
+	res.Extra = []measure.Field{
+		{Key: "idle", Value: strconv.Itoa(r.cfg.Idle)},
+		{Key: "send_p50", Value: measure.Millis(sends.Summary().P50)},
 		dialsField(r.client.Dials()-dials, res.Ops),
 	}
 	if r.cfg.Idle > 0 && parked != 0 {
-		res.Extra = append(res.Extra, Field{"rss_parked", formatBytes(parked)})
+		res.Extra = append(res.Extra, measure.Field{Key: "rss_parked", Value: measure.Bytes(parked)})
 	}
 	r.drain([]string{route})
 	return res, err
@@ -82,7 +85,7 @@ func (r *run) wakeSender(ctx context.Context, t *tally, sends *latency.Recorder,
 		}
 		sleep(ctx, wakeSettle)
 		start := time.Now()
-		err := r.client.Send(ctx, route, makePayload("w-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
+		err := r.client.Send(ctx, route, payload.Make("w-"+strconv.Itoa(j), r.meter.since(), r.cfg.Size))
 		if ctx.Err() != nil {
 			return
 		}
@@ -116,7 +119,7 @@ func (r *run) wakeWaiter(ctx context.Context, t *tally, route string, ready chan
 			t.fail(ctx, err)
 			continue
 		}
-		_, sentAt, perr := parsePayload(m.Payload)
+		_, sentAt, perr := payload.Parse(m.Payload)
 		err = r.client.Ack(ctx, route, m.Ack)
 		switch {
 		case ctx.Err() != nil:
@@ -145,9 +148,9 @@ func (r *run) parkIdle(ctx context.Context, n int) (done <-chan struct{}, err er
 		close(ch)
 		return ch, nil
 	}
-	if err := checkFDs(r.fdsFor(n)); err != nil {
+	if err := target.CheckOpenFiles(r.fdsFor(n)); err != nil {
 		close(ch)
-		return ch, err
+		return ch, fmt.Errorf("wake: %w", err)
 	}
 	idle := busclient.New(r.target.URL, false, 0)
 	var wg sync.WaitGroup
@@ -196,13 +199,4 @@ func (r *run) fdsFor(n int) int {
 		fds += n
 	}
 	return fds
-}
-
-// checkFDs reports an error when need exceeds the open-file limit.
-func checkFDs(need int) error {
-	limit, ok := fileLimit()
-	if !ok || uint64(need) <= limit {
-		return nil
-	}
-	return fmt.Errorf("wake: about %d open files needed, the limit is %d: raise it (ulimit -n) or run the bus as its own process and pass --url", need, limit)
 }

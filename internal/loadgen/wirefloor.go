@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/loadgen/variant"
 )
@@ -20,10 +21,10 @@ const wireFloorName = "wirefloor"
 // the floor any server speaking the bus's wire format must pay (reply
 // bodies, their headers, parsing them in the load generator) and how much
 // is the bus's own work.
-func (r *run) wireFloor(ctx context.Context) (res Result, err error) {
+func (r *run) wireFloor(ctx context.Context) (res measure.Result, err error) {
 	base, stop, err := r.floors.serve(target.WireStub(time.Now))
 	if err != nil {
-		return Result{Name: wireFloorName}, err
+		return measure.Result{Name: wireFloorName}, err
 	}
 	defer func() { err = cmp.Or(err, stop()) }()
 	c := busclient.New(base, r.cfg.KeepAlive, r.cfg.Senders)

@@ -10,7 +10,7 @@ import (
 // calls of Enqueue would one after another, for tests of the bounds.
 func Prefill(o *Outbox, route, peer string, msgs []identity.Message) error {
 	now := identity.Millis(o.now())
-	return o.update(context.Background(), func(d *document) (bool, error) {
+	return o.file.update(context.Background(), func(d *document) (bool, error) {
 		for _, m := range msgs {
 			raw, err := m.MarshalJSON()
 			if err != nil {

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,63 @@ import (
 	"unicode/utf8"
 
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/statefile"
 )
+
+// file is the outbox file of one identity and session: where it lives,
+// the lock that orders every change to it, and the document as last read
+// or written. Any number of processes may share it.
+type file struct {
+	path     string
+	lockPath string
+	// last is the file as last read or written: a file with the same bytes
+	// decodes to the same document, so decoding it again is skipped.
+	last *statefile.Cache[document]
+}
+
+// read decodes the current file without taking the lock. The document is
+// the caller's to change.
+func (f *file) read() (document, error) {
+	data, exists, err := statefile.Read(f.path)
+	if err != nil {
+		return document{}, fmt.Errorf("outbox: %w", err)
+	}
+	if exists {
+		if d, ok := f.last.Get(data); ok {
+			return d, nil
+		}
+	}
+	d, err := decode(data, exists)
+	if err != nil {
+		return document{}, fmt.Errorf("%w (%s)", err, f.path)
+	}
+	if exists {
+		f.last.Put(data, d)
+	}
+	return d, nil
+}
+
+// update runs fn on the current document with the lock held and writes the
+// result when fn reports a change. An error from fn is returned as is and
+// nothing is written; a corrupt file is never overwritten.
+func (f *file) update(ctx context.Context, fn func(d *document) (changed bool, err error)) error {
+	return statefile.Locked(ctx, f.lockPath, func() error {
+		d, err := f.read()
+		if err != nil {
+			return err
+		}
+		changed, err := fn(&d)
+		if err != nil || !changed {
+			return err
+		}
+		data := encode(&d)
+		if err := statefile.WriteAtomic(f.path, data); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
+		f.last.Put(data, d)
+		return nil
+	})
+}
 
 // document is the decoded outbox file: every entry in the order it was
 // queued, pending and finished alike.

@@ -177,28 +177,19 @@ type Options struct {
 // the one whose Run holds the sender lock sends.
 type Outbox struct {
 	// Fixed at creation.
-	path        string
-	lockPath    string
-	senderLock  string
-	relays      []Sender
-	signer      *identity.Signer
-	now         func() time.Time
-	retryEvery  time.Duration
-	resignAfter time.Duration
-	expireAfter time.Duration
-	watchEvery  time.Duration
-	lockRetry   time.Duration
-	log         *slog.Logger
-	seal        func(m *identity.Message, plain []byte) ([]byte, bool, error)
+	file       *file
+	deliver    delivery // one attempt at a message, from this Outbox's Run
+	senderLock string
+	now        func() time.Time
+	retryEvery time.Duration
+	watchEvery time.Duration
+	lockRetry  time.Duration
+	log        *slog.Logger
 
 	// draining makes the workers retry every DrainRetryEvery.
 	draining atomic.Bool
 	// sending is set while this Outbox holds the sender lock.
 	sending atomic.Bool
-
-	// last is the file as last read or written: a file with the same bytes
-	// decodes to the same document, so decoding it again is skipped.
-	last *statefile.Cache[document]
 
 	mu      sync.Mutex
 	wake    chan struct{} // closed and replaced to wake every waiter; guarded by mu
@@ -211,7 +202,7 @@ type Outbox struct {
 // Nothing is created until the first message. Messages go out through
 // relays, and old ones are signed again with signer, which must not be nil.
 func Open(stateRoot string, own identity.PublicKey, session string, relays []Sender, signer *identity.Signer, opts *Options) (*Outbox, error) {
-	file, err := paths.SessionFile(stateRoot, paths.Outbox, own, session)
+	sf, err := paths.SessionFile(stateRoot, paths.Outbox, own, session)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: open: %w", err)
 	}
@@ -221,78 +212,43 @@ func Open(stateRoot string, own identity.PublicKey, session string, relays []Sen
 	if opts == nil {
 		opts = &Options{}
 	}
-	o := &Outbox{
-		path:        file.Path(),
-		lockPath:    file.Lock(),
-		senderLock:  file.Sidecar("sender-lock"),
-		relays:      slices.Clone(relays),
-		signer:      signer,
-		now:         opts.Now,
-		retryEvery:  cmp.Or(opts.RetryEvery, DefaultRetryEvery),
-		resignAfter: cmp.Or(opts.ResignAfter, DefaultResignAfter),
-		expireAfter: cmp.Or(opts.ExpireAfter, DefaultExpireAfter),
-		watchEvery:  cmp.Or(opts.WatchEvery, DefaultWatchEvery),
-		lockRetry:   cmp.Or(opts.LockRetry, DefaultLockRetry),
-		log:         opts.Logger,
-		seal:        opts.Seal,
-		wake:        make(chan struct{}),
-		last:        statefile.NewCache(func(d document) document { return d.clone() }),
+	f := &file{
+		path:     sf.Path(),
+		lockPath: sf.Lock(),
+		last:     statefile.NewCache(func(d document) document { return d.clone() }),
 	}
-	if o.now == nil {
-		o.now = time.Now
+	now := opts.Now
+	if now == nil {
+		now = time.Now
 	}
-	if o.log == nil {
-		o.log = slog.New(slog.DiscardHandler)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	return o, nil
+	return &Outbox{
+		file: f,
+		deliver: delivery{
+			file:        f,
+			relays:      slices.Clone(relays),
+			signer:      signer,
+			now:         now,
+			resignAfter: cmp.Or(opts.ResignAfter, DefaultResignAfter),
+			expireAfter: cmp.Or(opts.ExpireAfter, DefaultExpireAfter),
+			seal:        opts.Seal,
+			log:         log,
+		},
+		senderLock: sf.Sidecar("sender-lock"),
+		now:        now,
+		retryEvery: cmp.Or(opts.RetryEvery, DefaultRetryEvery),
+		watchEvery: cmp.Or(opts.WatchEvery, DefaultWatchEvery),
+		lockRetry:  cmp.Or(opts.LockRetry, DefaultLockRetry),
+		log:        log,
+		wake:       make(chan struct{}),
+	}, nil
 }
 
 // Path returns the path of the outbox file.
-func (o *Outbox) Path() string { return o.path }
-
-// read decodes the current file without taking the lock. The document is
-// the caller's to change.
-func (o *Outbox) read() (document, error) {
-	data, exists, err := statefile.Read(o.path)
-	if err != nil {
-		return document{}, fmt.Errorf("outbox: %w", err)
-	}
-	if exists {
-		if d, ok := o.last.Get(data); ok {
-			return d, nil
-		}
-	}
-	d, err := decode(data, exists)
-	if err != nil {
-		return document{}, fmt.Errorf("%w (%s)", err, o.path)
-	}
-	if exists {
-		o.last.Put(data, d)
-	}
-	return d, nil
-}
-
-// update runs fn on the current document with the lock held and writes the
-// result when fn reports a change. An error from fn is returned as is and
-// nothing is written; a corrupt file is never overwritten.
-func (o *Outbox) update(ctx context.Context, fn func(d *document) (changed bool, err error)) error {
-	return statefile.Locked(ctx, o.lockPath, func() error {
-		d, err := o.read()
-		if err != nil {
-			return err
-		}
-		changed, err := fn(&d)
-		if err != nil || !changed {
-			return err
-		}
-		data := encode(&d)
-		if err := statefile.WriteAtomic(o.path, data); err != nil {
-			return fmt.Errorf("outbox: %w", err)
-		}
-		o.last.Put(data, d)
-		return nil
-	})
-}
+func (o *Outbox) Path() string { return o.file.path }
 
 // Enqueue is [Outbox.EnqueueLogged] with the message's own text in the log.
 func (o *Outbox) Enqueue(ctx context.Context, route, peer string, m identity.Message) error {
@@ -333,7 +289,7 @@ func (o *Outbox) EnqueueReceipt(ctx context.Context, route string, m identity.Me
 // recorded. A finished entry is left as it is.
 func (o *Outbox) Withdraw(ctx context.Context, msgID string) (bool, error) {
 	var found bool
-	err := o.update(ctx, func(d *document) (bool, error) {
+	err := o.file.update(ctx, func(d *document) (bool, error) {
 		n := len(d.entries)
 		d.entries = slices.DeleteFunc(d.entries, func(s *stored) bool { return s.MsgID == msgID && s.State == StatePending })
 		found = len(d.entries) != n
@@ -361,7 +317,7 @@ func (o *Outbox) enqueueEntry(ctx context.Context, route, peer, logText string, 
 		return fmt.Errorf("outbox: enqueue %s: encode: %w", m.MsgID, err)
 	}
 	now := identity.Millis(o.now())
-	err = o.update(ctx, func(d *document) (bool, error) {
+	err = o.file.update(ctx, func(d *document) (bool, error) {
 		if replace {
 			d.entries = slices.DeleteFunc(d.entries, func(s *stored) bool { return s.MsgID == m.MsgID })
 		}
@@ -414,7 +370,7 @@ func (o *Outbox) changed() <-chan struct{} {
 
 // Status returns the log entry of msgID.
 func (o *Outbox) Status(msgID string) (Entry, bool, error) {
-	d, err := o.read()
+	d, err := o.file.read()
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -429,7 +385,7 @@ func (o *Outbox) Status(msgID string) (Entry, bool, error) {
 // Pending returns the entries that are pending, rejected or expired, in the
 // order they were queued: what list_pending shows.
 func (o *Outbox) Pending() ([]Entry, error) {
-	d, err := o.read()
+	d, err := o.file.read()
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +401,7 @@ func (o *Outbox) Pending() ([]Entry, error) {
 // Log returns the newest limit entries sent to peer, ordered by timestamp
 // and then msg_id, newest last. A limit of zero or less means all of them.
 func (o *Outbox) Log(peer string, limit int) ([]Entry, error) {
-	d, err := o.read()
+	d, err := o.file.read()
 	if err != nil {
 		return nil, err
 	}

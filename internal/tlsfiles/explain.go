@@ -20,12 +20,6 @@ var ErrPlainHTTPToTLS = errors.New("tlsfiles: the relay speaks TLS but the reque
 // request on a TLS port with (400 Bad Request).
 const plainToTLS = "Client sent an HTTP request to an HTTPS server."
 
-// httpToHTTPS is the text of the error net/http's client returns when a
-// server answers a TLS handshake in plain HTTP: it replaces the
-// [tls.RecordHeaderError] with an error that has no type or sentinel of
-// its own, so its text is all there is to match.
-const httpToHTTPS = "server gave HTTP response to HTTPS client"
-
 // CheckResponse returns [ErrPlainHTTPToTLS] when resp is the answer a TLS
 // server gives a plain HTTP request, and nil otherwise. It leaves the body
 // readable as it was.
@@ -73,7 +67,10 @@ func Explain(err error) string {
 		return fmt.Sprintf("the relay's certificate expired on %s", invalid.Cert.NotAfter.UTC().Format(layout))
 	case errors.As(err, &invalid):
 		return fmt.Sprintf("the relay's certificate was refused: %v", invalid)
-	case errors.As(err, &record) || strings.Contains(err.Error(), httpToHTTPS):
+	case errors.As(err, &record) || errors.Is(err, http.ErrSchemeMismatch):
+		// A server that answers a TLS handshake in plain HTTP: a
+		// transport reports the record it could not read, and
+		// [http.Client] replaces that error with its sentinel.
 		return "the relay answered in plain HTTP, not TLS; use an http:// address, or start the relay with --tls-cert and --tls-key"
 	case errors.As(err, &verify):
 		return fmt.Sprintf("the relay's certificate could not be verified: %v", verify.Err)

@@ -3,6 +3,7 @@ package tlsfiles
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -135,5 +136,52 @@ func TestExplainRawTLSToPlainPort(t *testing.T) {
 	}
 	if got := Explain(err); !strings.HasPrefix(got, "the relay answered in plain HTTP") {
 		t.Errorf("Explain(%v) = %q", err, got)
+	}
+}
+
+// TestExplainKnowsPlainHTTPByItsErrorNotItsText: a relay that answers
+// TLS in plain HTTP is recognised by the error the HTTP stack returns,
+// however the client got it (through [http.Client], which reports
+// [http.ErrSchemeMismatch], or a transport alone, which reports the
+// [tls.RecordHeaderError]) and however it was wrapped since, and an
+// error that merely carries the same words is not taken for it.
+func TestExplainKnowsPlainHTTPByItsErrorNotItsText(t *testing.T) {
+	const want = "the relay answered in plain HTTP, not TLS; use an http:// address, or start the relay with --tls-cert and --tls-key"
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	url := strings.Replace(srv.URL, "http://", "https://", 1)
+
+	_, viaClient := get(t, url, newAuthority(t))
+	if !errors.Is(viaClient, http.ErrSchemeMismatch) {
+		t.Fatalf("the client's error %v is not http.ErrSchemeMismatch", viaClient)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, viaTransport := tr.RoundTrip(req)
+	if !errors.As(viaTransport, new(tls.RecordHeaderError)) {
+		t.Fatalf("the transport's error %v is not a tls.RecordHeaderError", viaTransport)
+	}
+	for name, err := range map[string]error{
+		"client":            viaClient,
+		"transport":         viaTransport,
+		"wrapped":           fmt.Errorf("relay: send request failed: %w", viaClient),
+		"wrapped twice":     fmt.Errorf("outer: %w", fmt.Errorf("relay: %w", viaTransport)),
+		"the sentinel only": http.ErrSchemeMismatch,
+	} {
+		if got := Explain(err); got != want {
+			t.Errorf("%s: Explain(%v) = %q, want %q", name, err, got, want)
+		}
+	}
+	for _, err := range []error{
+		errors.New("server gave HTTP response to HTTPS client"),
+		fmt.Errorf("relay: %v", http.ErrSchemeMismatch), // its chain cut by %v
+	} {
+		if got := Explain(err); got != "" {
+			t.Errorf("Explain(%q) = %q: an error's words alone must not decide", err, got)
+		}
 	}
 }

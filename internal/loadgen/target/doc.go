@@ -14,7 +14,9 @@
 // ([LoopbackServer]), the wire stub ([WireStub]) that answers in the bus's
 // wire format and does nothing else, and bus processes ([StartProcess])
 // whose memory, open files, open-file limit and processor time are read
-// from /proc. A target's memory is
+// from /proc, and this process's own open-file limit, which it raises for
+// the processes it starts ([RaiseFileLimit]), and processor time
+// ([SelfCPU]). A target's memory is
 // that of this process for an in-process bus and that of a given process
 // for a bus at a URL.
 package target

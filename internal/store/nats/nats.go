@@ -171,7 +171,7 @@ type Store struct {
 	// routeBytes bounds a single entry; fixed at open.
 	routeBytes int64
 	// totalBytes is the stream's max_bytes as last seen: set at open
-	// (see fitStream), read again when the server refuses a publish for
+	// (see streamSetup.fit), read again when the server refuses a publish for
 	// it, since another process on the stream may have lowered it.
 	totalBytes atomic.Int64
 
@@ -298,31 +298,20 @@ func (s *Store) open(now func() time.Time, replicas int, opts *Options) error {
 	if ns := now().UnixNano(); ns > 0 {
 		first = uint64(ns)
 	}
-	want := streamConfig(s.conn.name, s.cap, replicas, s.totalBytes.Load(), first)
-	stream, err := js.Stream(ctx, s.conn.name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = js.CreateStream(ctx, want)
-		var apiErr *jetstream.APIError
-		switch {
-		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
-			// Another process created it first; use theirs if it fits.
-			stream, err = js.Stream(ctx, s.conn.name)
-		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
-			return (&StreamConfigError{Stream: s.conn.name, Overlap: apiErr.Description}).AsStoreError()
-		case err == nil:
-			s.conn.log.Info("stream created", "stream", s.conn.name, "replicas", replicas, "cap", s.cap, "max_bytes", want.MaxBytes)
-		}
-	}
-	if err != nil {
-		return store.Errorf(err, "open stream %q: %v", s.conn.name, err)
-	}
 	longest := s.MaxValue()
 	if opts != nil && opts.LongestValue > 0 {
 		longest = min(longest, int64(opts.LongestValue))
 	}
-	if stream, err = s.fitStream(ctx, js, stream, want, longest); err != nil {
+	setup := &streamSetup{conn: &s.conn, js: js, cap: s.cap, longest: longest,
+		want: streamConfig(s.conn.name, s.cap, replicas, s.totalBytes.Load(), first)}
+	stream, err := setup.find(ctx)
+	if err != nil {
 		return err
 	}
+	if stream, err = setup.fit(ctx, stream); err != nil {
+		return err
+	}
+	s.totalBytes.Store(setup.total)
 	s.conn.js, s.stream = js, stream
 	s.conn.replicas = stream.CachedInfo().Config.Replicas
 	return nil

@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -90,7 +91,7 @@ const maxReplicas = 5
 
 // streamDescription is the description of every stream a [Store] store
 // creates, since the first version; a stream that carries it is taken to
-// be one a store made (see fitStream).
+// be one a store made (see streamSetup.fit).
 const streamDescription = "interlink bus queues, one subject per route"
 
 // streamConfig returns the settings of the stream the store creates. first
@@ -250,12 +251,50 @@ func persistMode(m jetstream.PersistModeType) string {
 	return "default"
 }
 
-// fitUpdates bounds how often fitStream updates a stream before it gives
+// fitUpdates bounds how often streamSetup.fit updates a stream before it gives
 // up: another process may change the stream between an update and the
 // next look at it.
 const fitUpdates = 3
 
-// fitStream makes the existing stream fit the store, or reports why it
+// streamSetup finds or creates a store's stream and fits it to the
+// store's settings: what [Open] does once it is connected. Its fields but
+// total are fixed when it is made.
+type streamSetup struct {
+	conn    *Conn
+	js      jetstream.JetStream
+	want    jetstream.StreamConfig // the stream as this store makes it
+	cap     int                    // the store's per-route cap
+	longest int64                  // the longest value the store takes
+	// total is the store's total byte bound once fit has run: want's
+	// max_bytes, or the stream's own when it keeps a lower one.
+	total int64
+}
+
+// find returns the store's stream, created from want when there is none.
+// When another process creates it first, find takes theirs, which fit
+// then checks.
+func (p *streamSetup) find(ctx context.Context) (jetstream.Stream, error) {
+	stream, err := p.js.Stream(ctx, p.conn.name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = p.js.CreateStream(ctx, p.want)
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			// Another process created it first; use theirs if it fits.
+			stream, err = p.js.Stream(ctx, p.conn.name)
+		case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeSubjectOverlap:
+			return nil, (&StreamConfigError{Stream: p.conn.name, Overlap: apiErr.Description}).AsStoreError()
+		case err == nil:
+			p.conn.log.Info("stream created", "stream", p.conn.name, "replicas", p.want.Replicas, "cap", p.cap, "max_bytes", p.want.MaxBytes)
+		}
+	}
+	if err != nil {
+		return nil, store.Errorf(err, "open stream %q: %v", p.conn.name, err)
+	}
+	return stream, nil
+}
+
+// fit makes the existing stream fit the store, or reports why it
 // cannot: the store changes a stream only where doing so loses no message
 // and overrides no bound another process set; every other difference
 // stops the open with a [*StreamConfigError] listing it, and the stream
@@ -287,43 +326,43 @@ const fitUpdates = 3
 // a different per-route cap (lowering it would drop queued messages),
 // replica count, retention, storage, age or message limits, and any
 // stream a store did not make.
-func (s *Store) fitStream(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, want jetstream.StreamConfig, longest int64) (jetstream.Stream, error) {
+func (p *streamSetup) fit(ctx context.Context, stream jetstream.Stream) (jetstream.Stream, error) {
 	for range fitUpdates {
 		have := stream.CachedInfo().Config
-		plan := planFit(have, want, longest)
+		plan := planFit(have, p.want, p.longest)
 		if len(plan.refused) > 0 {
-			return nil, (&StreamConfigError{Stream: s.conn.name, Mismatches: plan.refused}).AsStoreError()
+			return nil, (&StreamConfigError{Stream: p.conn.name, Mismatches: plan.refused}).AsStoreError()
 		}
-		s.totalBytes.Store(plan.total)
+		p.total = plan.total
 		if len(plan.changes) == 0 {
-			if plan.total < want.MaxBytes {
-				s.conn.log.Warn("the stream keeps a lower total than this bus's; it applies", "stream", s.conn.name,
-					"max_bytes", plan.total, "total_bytes", want.MaxBytes)
+			if plan.total < p.want.MaxBytes {
+				p.conn.log.Warn("the stream keeps a lower total than this bus's; it applies", "stream", p.conn.name,
+					"max_bytes", plan.total, "total_bytes", p.want.MaxBytes)
 			}
 			return stream, nil
 		}
-		if _, err := js.UpdateStream(ctx, plan.config); err != nil {
-			return nil, store.Errorf(err, "bring stream %q up to date (%s): %v", s.conn.name, changeList(plan.changes), err)
+		if _, err := p.js.UpdateStream(ctx, plan.config); err != nil {
+			return nil, store.Errorf(err, "bring stream %q up to date (%s): %v", p.conn.name, changeList(plan.changes), err)
 		}
-		s.conn.log.Info("stream brought up to date", "stream", s.conn.name, "changed", changeList(plan.changes))
+		p.conn.log.Info("stream brought up to date", "stream", p.conn.name, "changed", changeList(plan.changes))
 		// Look again: another process may have changed it meanwhile.
 		var err error
-		if stream, err = js.Stream(ctx, s.conn.name); err != nil {
-			return nil, store.Errorf(err, "open stream %q: %v", s.conn.name, err)
+		if stream, err = p.js.Stream(ctx, p.conn.name); err != nil {
+			return nil, store.Errorf(err, "open stream %q: %v", p.conn.name, err)
 		}
 	}
-	return nil, store.Errorf(nil, "stream %q still changes after %d updates: is another process editing it?", s.conn.name, fitUpdates)
+	return nil, store.Errorf(nil, "stream %q still changes after %d updates: is another process editing it?", p.conn.name, fitUpdates)
 }
 
-// fitPlan is what fitStream does to a stream.
+// fitPlan is what streamSetup.fit does to a stream.
 type fitPlan struct {
 	config  jetstream.StreamConfig // the stream's settings after the changes
 	changes []ConfigMismatch       // the settings changed, from Have to Want
-	refused []ConfigMismatch       // the differences fitStream does not change
+	refused []ConfigMismatch       // the differences fit does not change
 	total   int64                  // the store's total byte bound after the changes
 }
 
-// planFit decides how fitStream treats each difference between the
+// planFit decides how streamSetup.fit treats each difference between the
 // stream's settings have and the store's want; longest is the longest
 // value the store takes, which max_bytes must hold.
 func planFit(have, want jetstream.StreamConfig, longest int64) fitPlan {

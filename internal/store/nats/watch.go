@@ -102,57 +102,69 @@ func (w *natsWatches) reconnected() {
 // Until the consumer runs (the server may be unreachable when Watch is
 // called), a goroutine of the store tries again with growing pauses.
 func (s *Store) Watch(stored func(route string), lost func()) (stop func()) {
-	return s.conn.Go(func(ctx context.Context) { s.watch(ctx, stored, lost) })
+	w := &watcher{conn: &s.conn, stream: s.stream, origin: s.origin, stored: stored, lost: lost}
+	return s.conn.Go(w.run)
 }
 
-// watch runs one watch until ctx ends.
-func (s *Store) watch(ctx context.Context, stored func(string), lost func()) {
-	s.conn.KeepConsuming(ctx,
-		func(ctx context.Context) (jetstream.ConsumeContext, error) { return s.startWatch(ctx, stored) },
+// watcher is one watch of a store's stream ([Store.Watch]): the ordered
+// consumer it starts, and starts again, and what it calls. Its fields are
+// fixed when it is made.
+type watcher struct {
+	conn   *Conn
+	stream jetstream.Stream
+	origin string             // the Origin header of the watching store's own messages
+	stored func(route string) // a message another process stored on route
+	lost   func()             // hints may have been missed
+}
+
+// run runs the watch until ctx ends.
+func (w *watcher) run(ctx context.Context) {
+	w.conn.KeepConsuming(ctx,
+		w.start,
 		func() (ended func()) {
-			ended = s.conn.bg.running(lost)
+			ended = w.conn.bg.running(w.lost)
 			// Messages stored before the watch started had no hint.
-			lost()
+			w.lost()
 			return ended
 		},
-		"cannot watch the stream for messages stored by other processes; trying again", "stream", s.conn.name)
+		"cannot watch the stream for messages stored by other processes; trying again", "stream", w.conn.name)
 }
 
-// startWatch creates the ordered consumer and starts consuming from it.
-func (s *Store) startWatch(ctx context.Context, stored func(string)) (jetstream.ConsumeContext, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.conn.timeout)
+// start creates the ordered consumer and starts consuming from it.
+func (w *watcher) start(ctx context.Context) (jetstream.ConsumeContext, error) {
+	rctx, cancel := context.WithTimeout(ctx, w.conn.timeout)
 	defer cancel()
-	info, err := s.stream.Info(rctx)
+	info, err := w.stream.Info(rctx)
 	if err != nil {
-		return nil, s.conn.Wrap("watch", err)
+		return nil, w.conn.Wrap("watch", err)
 	}
-	cons, err := s.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{Subjects(s.conn.name)},
+	cons, err := w.stream.OrderedConsumer(rctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{Subjects(w.conn.name)},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    info.State.LastSeq + 1,
 		HeadersOnly:    true,
 	})
 	if err != nil {
-		return nil, s.conn.Wrap("watch", err)
+		return nil, w.conn.Wrap("watch", err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		route, ok := Route(s.conn.name, m.Subject())
+		route, ok := Route(w.conn.name, m.Subject())
 		if !ok {
 			return
 		}
-		if m.Headers().Get(originHeader) == s.origin {
+		if m.Headers().Get(originHeader) == w.origin {
 			return
 		}
-		stored(route)
+		w.stored(route)
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		// The client restarts the consumer by itself after the
 		// errors that stop it.
-		if !s.conn.closed.Load() {
-			s.conn.log.Debug("stream watch", "stream", s.conn.name, "err", err)
+		if !w.conn.closed.Load() {
+			w.conn.log.Debug("stream watch", "stream", w.conn.name, "err", err)
 		}
 	}))
 	if err != nil {
-		return nil, s.conn.Wrap("watch", err)
+		return nil, w.conn.Wrap("watch", err)
 	}
 	return cc, nil
 }

@@ -1,4 +1,4 @@
-package loadgen
+package parked
 
 import (
 	"context"
@@ -10,17 +10,31 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/payload"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
-// DefaultPolls is how many long-polls [ModeParked] parks when
-// [Config.Polls] is zero.
+// DefaultPolls is how many long-polls [Run] parks when [Options.Polls]
+// is zero.
 const DefaultPolls = 1000
 
-// maxPolls bounds [Config.Polls].
-const maxPolls = 100_000
+// MaxPolls bounds [Options.Polls].
+const MaxPolls = 100_000
+
+// PollWait is the timeout_ms of the parked polls: the bus's maximum, so
+// they stay parked while [Run] waits. [Options.Duration] must be shorter.
+const PollWait = bus.MaxRecvTimeout
+
+// recvWait is the timeout_ms of the poll that expects a message at once.
+const recvWait = time.Second
+
+// parkBatch is how many polls connect at once: enough to be quick, few
+// enough not to overflow the listener's accept queue.
+const parkBatch = 64
 
 // parkedMargin is the open files a process needs besides one per poll:
 // its listener, logs, the runtime's own, a few spare connections.
@@ -32,6 +46,25 @@ const floorRequests = 500
 
 // parkedMetric is the bus's gauge of long-polls waiting for a message.
 const parkedMetric = "interlink_bus_longpolls_parked"
+
+// Options say what [Run] measures.
+type Options struct {
+	// Command starts the bus process: interlink-bus and any arguments,
+	// to which --addr 127.0.0.1:0 is added.
+	Command []string
+	// Polls is how many long-polls are parked, each on a route and a
+	// connection of its own; 0 means [DefaultPolls].
+	Polls int
+	// Senders is how many sends wake the polls at a time; 0 means 1.
+	Senders int
+	// Size is the payload's length, as [payload.Make] takes it.
+	Size int
+	// KeepAlive reuses the senders' connections.
+	KeepAlive bool
+	// Duration is how long the polls wait, parked, while the bus's
+	// processor time is read; it must be shorter than [PollWait].
+	Duration time.Duration
+}
 
 // ErrFileLimit reports a run that needs more open files than this system
 // lets a process have.
@@ -56,33 +89,9 @@ func checkParkedFiles(who string, n, senders int, limit uint64) error {
 		ErrFileLimit, n, need, who, limit, fits)
 }
 
-// parkedDefaults checks and completes the settings of [ModeParked], which
-// starts a bus process of its own.
-func (c Config) parkedDefaults() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return c, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
-	}
-	if c.URL != "" || c.BusPID != 0 || c.Store != "" || c.DBPath != "" || c.QueueCap != 0 || c.NATSURL != "" || c.Latency != 0 || c.WithFloor || c.FillRoutes != 0 || c.Conns != 0 || len(c.StallKinds) > 0 {
-		return bad("mode parked starts a bus process of its own and measures its own floor: leave out --url, --bus-pid, the store settings, --latency, --with-floor, --fill-routes, --conns and --stall")
-	}
-	if len(c.BusCommand) == 0 {
-		return bad("mode parked needs the command that starts a bus")
-	}
-	if c.Polls == 0 {
-		c.Polls = DefaultPolls
-	}
-	if c.Polls < 0 || c.Polls > maxPolls {
-		return bad("polls %d is outside 1..%d", c.Polls, maxPolls)
-	}
-	if c.Duration >= idleWait {
-		return bad("mode parked waits %v with the polls parked, longer than a poll parks (%v): give a shorter --duration", c.Duration, idleWait)
-	}
-	return c, nil
-}
-
 // parkedRun is the state of one [ModeParked] run.
 type parkedRun struct {
-	cfg   Config
+	cfg   Options
 	log   *slog.Logger
 	bus   *target.Process
 	url   string
@@ -108,23 +117,33 @@ func (p *parkedRun) fail(err error) {
 
 func (p *parkedRun) since() int64 { return int64(time.Since(p.start)) }
 
-// parked parks cfg.Polls long-polls, each on a route and a connection of
-// its own, on a bus process started with cfg.BusCommand, and measures
-// what they cost it: resident memory above the idle bus, and processor
-// time over cfg.Duration of waiting. Then it wakes each poll by a send to
-// its route and measures, per poll, the time from the start of that send
-// to the poll's return; every poll must get its message, once.
-func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
-	res := Result{Name: string(ModeParked)}
+// Run parks cfg.Polls long-polls, each on a route and a connection of its
+// own, on a bus process started with cfg.Command, and measures what they
+// cost it: resident memory above the idle bus, and processor time over
+// cfg.Duration of waiting. Then it wakes each poll by a send to its route
+// and measures, per poll, the time from the start of that send to the
+// poll's return; every poll must get its message, once. Asked for more
+// polls than a process may open files for, it fails with an error
+// wrapping [ErrFileLimit] before it starts the bus. A nil log discards its
+// progress notes.
+func Run(ctx context.Context, cfg Options, log *slog.Logger) (measure.Result, error) {
+	res := measure.Result{Name: "parked"}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Polls == 0 {
+		cfg.Polls = DefaultPolls
+	}
+	cfg.Senders = max(cfg.Senders, 1)
 	n := cfg.Polls
 	need := parkedFiles(n, cfg.Senders)
-	soft, _, known := raiseFileLimit(need)
+	soft, _, known := target.RaiseFileLimit(need)
 	if known {
 		if err := checkParkedFiles("the load generator", n, cfg.Senders, soft); err != nil {
 			return res, err
 		}
 	}
-	bus, err := target.StartProcess(ctx, cfg.BusCommand)
+	bus, err := target.StartProcess(ctx, cfg.Command)
 	if err != nil {
 		return res, err
 	}
@@ -139,7 +158,7 @@ func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 
 	p := &parkedRun{cfg: cfg, log: log, bus: bus, url: "http://" + bus.Addr, start: time.Now(),
 		sentAt: make([]atomic.Int64, n), gotAt: make([]atomic.Int64, n), got: make([]atomic.Int32, n)}
-	prefix := names("bench-" + target.NewID() + "-")
+	prefix := "bench-" + target.NewID() + "-"
 
 	// The floor, on the idle bus: one request's latency, on the
 	// connections the sends use.
@@ -155,8 +174,8 @@ func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	}
 	// A whole cycle too, so that the idle figure includes the code and
 	// buffers every poll's handler uses.
-	warm := prefix.route("warm", 0)
-	if err := sendClient.Send(ctx, warm, makePayload("warm", 0, cfg.Size)); err != nil {
+	warm := prefix + "warm-0"
+	if err := sendClient.Send(ctx, warm, payload.Make("warm", 0, cfg.Size)); err != nil {
 		return res, fmt.Errorf("parked: the idle bus: %v", err)
 	}
 	if m, err := sendClient.Recv(ctx, warm, recvWait); err != nil || sendClient.Ack(ctx, warm, m.Ack) != nil {
@@ -172,7 +191,10 @@ func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	var polls sync.WaitGroup
 	defer polls.Wait()
 	defer stopPolls()
-	routes := prefix.routes("parked", n)
+	routes := make([]string, n)
+	for k := range routes {
+		routes[k] = prefix + "parked-" + strconv.Itoa(k)
+	}
 	parkStart := time.Now()
 	seen, err := p.park(pollCtx, &polls, routes)
 	if err != nil {
@@ -183,11 +205,11 @@ func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 
 	// Wait, with every poll parked, and see what the bus spends.
 	cpu0, cerr := bus.CPUTime()
-	self0 := selfCPU()
+	self0 := target.SelfCPU()
 	t0 := time.Now()
 	sleep(ctx, cfg.Duration)
 	cpu1, cerr2 := bus.CPUTime()
-	self1 := selfCPU()
+	self1 := target.SelfCPU()
 	waited := time.Since(t0)
 	res.RSSAfter = bus.SettledRSS(ctx)
 	holding := bus.OpenFiles()
@@ -228,37 +250,37 @@ func parked(ctx context.Context, cfg Config, log *slog.Logger) (Result, error) {
 	lost := int64(n) - received
 	f := floor.Summary()
 	s := sends.Summary()
-	res.Extra = []Field{
-		{"polls", strconv.Itoa(n)},
-		{"parked", strconv.Itoa(seen)},
+	res.Extra = []measure.Field{
+		{Key: "polls", Value: strconv.Itoa(n)},
+		{Key: "parked", Value: strconv.Itoa(seen)},
 	}
 	if files >= 0 && holding >= 0 {
-		res.Extra = append(res.Extra, Field{"bus_conns", strconv.Itoa(max(holding-files, 0))})
+		res.Extra = append(res.Extra, measure.Field{Key: "bus_conns", Value: strconv.Itoa(max(holding-files, 0))})
 	}
 	if res.RSSBefore > 0 && res.RSSAfter > 0 {
 		per := float64(res.RSSAfter-res.RSSBefore) / float64(n)
-		res.Extra = append(res.Extra, Field{"per_poll", strconv.FormatFloat(per/1024, 'f', 1, 64) + "KiB"})
+		res.Extra = append(res.Extra, measure.Field{Key: "per_poll", Value: strconv.FormatFloat(per/1024, 'f', 1, 64) + "KiB"})
 	}
 	if cerr == nil && cerr2 == nil && waited > 0 {
-		res.Extra = append(res.Extra, Field{"bus_cpu", percentOfCore(cpu1-cpu0, waited)})
+		res.Extra = append(res.Extra, measure.Field{Key: "bus_cpu", Value: percentOfCore(cpu1-cpu0, waited)})
 	}
 	if self0 >= 0 && self1 >= 0 && waited > 0 {
-		res.Extra = append(res.Extra, Field{"load_cpu", percentOfCore(self1-self0, waited)})
+		res.Extra = append(res.Extra, measure.Field{Key: "load_cpu", Value: percentOfCore(self1-self0, waited)})
 	}
 	res.Extra = append(res.Extra,
-		Field{"waited", waited.Round(time.Millisecond).String()},
-		Field{"park_took", parkTook.Round(time.Millisecond).String()},
-		Field{"lost", strconv.FormatInt(lost, 10)},
-		Field{"duplicates", strconv.FormatInt(dup+left, 10)},
-		Field{"misrouted", strconv.FormatInt(p.misroute.Load(), 10)},
-		Field{"repolls", strconv.FormatInt(p.repolls.Load(), 10)},
-		Field{"send_p50", formatMillis(s.P50)},
-		Field{"send_p99", formatMillis(s.P99)},
-		Field{"floor_p50", formatMillis(f.P50)},
-		Field{"floor_p99", formatMillis(f.P99)},
+		measure.Field{Key: "waited", Value: waited.Round(time.Millisecond).String()},
+		measure.Field{Key: "park_took", Value: parkTook.Round(time.Millisecond).String()},
+		measure.Field{Key: "lost", Value: strconv.FormatInt(lost, 10)},
+		measure.Field{Key: "duplicates", Value: strconv.FormatInt(dup+left, 10)},
+		measure.Field{Key: "misrouted", Value: strconv.FormatInt(p.misroute.Load(), 10)},
+		measure.Field{Key: "repolls", Value: strconv.FormatInt(p.repolls.Load(), 10)},
+		measure.Field{Key: "send_p50", Value: measure.Millis(s.P50)},
+		measure.Field{Key: "send_p99", Value: measure.Millis(s.P99)},
+		measure.Field{Key: "floor_p50", Value: measure.Millis(f.P50)},
+		measure.Field{Key: "floor_p99", Value: measure.Millis(f.P99)},
 	)
 	if busKnown {
-		res.Extra = append(res.Extra, Field{"bus_nofile", strconv.FormatUint(busLimit, 10)})
+		res.Extra = append(res.Extra, measure.Field{Key: "bus_nofile", Value: strconv.FormatUint(busLimit, 10)})
 	}
 	if lost > 0 || dup+left > 0 || p.misroute.Load() > 0 {
 		return res, fmt.Errorf("parked: %d of %d polls got no message, %d messages came twice, %d on another route", lost, n, dup+left, p.misroute.Load())
@@ -311,7 +333,7 @@ func (p *parkedRun) park(ctx context.Context, wg *sync.WaitGroup, routes []strin
 // poll long-polls route, the k-th, until it has a message, and acks it.
 func (p *parkedRun) poll(ctx context.Context, c *busclient.Client, k int, route string) {
 	for ctx.Err() == nil {
-		m, err := c.Recv(ctx, route, idleWait)
+		m, err := c.Recv(ctx, route, PollWait)
 		now := p.since()
 		switch {
 		case ctx.Err() != nil:
@@ -326,7 +348,7 @@ func (p *parkedRun) poll(ctx context.Context, c *busclient.Client, k int, route 
 		}
 		p.gotAt[k].Store(now)
 		p.got[k].Add(1)
-		if id, _, err := parsePayload(m.Payload); err != nil || id != "p-"+strconv.Itoa(k) {
+		if id, _, err := payload.Parse(m.Payload); err != nil || id != "p-"+strconv.Itoa(k) {
 			p.misroute.Add(1)
 		}
 		if err := c.Ack(ctx, route, m.Ack); err != nil && ctx.Err() == nil {
@@ -346,10 +368,10 @@ func (p *parkedRun) wake(ctx context.Context, routes []string, sends *latency.Re
 	for range p.cfg.Senders {
 		wg.Go(func() {
 			for k := range next {
-				payload := makePayload("p-"+strconv.Itoa(k), 0, p.cfg.Size)
+				body := payload.Make("p-"+strconv.Itoa(k), 0, p.cfg.Size)
 				start := time.Now()
 				p.sentAt[k].Store(p.since())
-				if err := c.Send(ctx, routes[k], payload); err != nil {
+				if err := c.Send(ctx, routes[k], body); err != nil {
 					p.sentAt[k].Store(0)
 					p.fail(err)
 					continue
@@ -389,8 +411,8 @@ func (p *parkedRun) awaitAll(ctx context.Context, polls *sync.WaitGroup, stop fu
 	stop()
 	select {
 	case <-done:
-	case <-time.After(grace):
-		return ErrStuck
+	case <-time.After(measure.Grace):
+		return measure.ErrStuck
 	}
 	return ctx.Err()
 }
@@ -423,6 +445,16 @@ func (p *parkedRun) leftover(ctx context.Context, routes []string) int64 {
 	close(next)
 	wg.Wait()
 	return left.Load()
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // percentOfCore prints used processor time over a wall-clock span as a

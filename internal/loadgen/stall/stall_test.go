@@ -1,15 +1,16 @@
-package loadgen
+package stall
 
 import (
 	"runtime"
 	"strconv"
 	"testing"
 
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
 // field returns the value of the result field key, or "".
-func field(res Result, key string) string {
+func field(res measure.Result, key string) string {
 	for _, f := range res.Extra {
 		if f.Key == key {
 			return f.Value
@@ -27,19 +28,18 @@ func TestStallMeasuresEachKindAgainstABusOfItsOwn(t *testing.T) {
 		t.Skip("builds and starts interlink-bus")
 	}
 	const conns = 8
-	rep, err := Run(t.Context(), Config{
-		Mode:       ModeStall,
-		Conns:      conns,
-		StallKinds: []string{"body", "hugeheader"},
-		BusCommand: []string{testutil.BuildBus(t)},
+	results, err := Run(t.Context(), Options{
+		Conns:   conns,
+		Kinds:   []string{"body", "hugeheader"},
+		Command: []string{testutil.BuildBus(t)},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 2 {
-		t.Fatalf("%d results, want one per kind:\n%v", len(rep.Results), rep.Results)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want one per kind:\n%v", len(results), results)
 	}
-	body, huge := rep.Results[0], rep.Results[1]
+	body, huge := results[0], results[1]
 	if field(body, "kind") != "body" || body.Ops != conns || body.Errors != 0 {
 		t.Errorf("body: %v", body)
 	}

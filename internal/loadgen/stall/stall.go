@@ -1,4 +1,4 @@
-package loadgen
+package stall
 
 import (
 	"bufio"
@@ -17,15 +17,28 @@ import (
 	"github.com/interlink-go/interlink/internal/bus"
 	"github.com/interlink-go/interlink/internal/loadgen/busclient"
 	"github.com/interlink-go/interlink/internal/loadgen/latency"
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
 	"github.com/interlink-go/interlink/internal/loadgen/target"
 )
 
-// DefaultStallConns is how many connections [ModeStall] stalls of each
-// kind when [Config.Conns] is zero.
-const DefaultStallConns = 600
+// DefaultConns is how many connections [Run] stalls of each kind when
+// [Options.Conns] is zero.
+const DefaultConns = 600
 
-// maxStallConns bounds [Config.Conns].
-const maxStallConns = 100_000
+// MaxConns bounds [Options.Conns].
+const MaxConns = 100_000
+
+// Options say what [Run] measures.
+type Options struct {
+	// Command starts each bus process: interlink-bus and any arguments,
+	// to which --addr 127.0.0.1:0 is added.
+	Command []string
+	// Conns is how many connections are stalled of each kind; 0 means
+	// [DefaultConns].
+	Conns int
+	// Kinds names the kinds to measure ([Kinds]); empty means all.
+	Kinds []string
+}
 
 // stallKind is one way to leave a connection to the bus unfinished.
 type stallKind struct {
@@ -51,7 +64,7 @@ func stallHeaders(n int, many bool) string {
 	return "X-Pad: " + strings.Repeat("a", n-len("X-Pad: \r\n")) + "\r\n"
 }
 
-// stallKinds returns the kinds [ModeStall] measures, in order. They are
+// stallKinds returns the kinds [Run] measures, in order. They are
 // made when asked for: some requests are large, and every interlink-bus
 // links this package.
 func stallKinds() []stallKind {
@@ -85,14 +98,20 @@ func stallKinds() []stallKind {
 	}
 }
 
-// StallKinds returns the names of the kinds [ModeStall] measures.
-func StallKinds() []string {
+// Kinds returns the names of the kinds [Run] measures.
+func Kinds() []string {
 	kinds := stallKinds()
 	out := make([]string, len(kinds))
 	for i, k := range kinds {
 		out[i] = k.name
 	}
 	return out
+}
+
+// Check reports a name in names that is not one of [Kinds].
+func Check(names []string) error {
+	_, err := stallKindsOf(names)
+	return err
 }
 
 // stallKindsOf returns the kinds named in names, all of them for none.
@@ -105,31 +124,38 @@ func stallKindsOf(names []string) ([]stallKind, error) {
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(k stallKind) bool { return k.name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown stall kind %q (want %s)", n, strings.Join(StallKinds(), ", "))
+			return nil, fmt.Errorf("unknown stall kind %q (want %s)", n, strings.Join(Kinds(), ", "))
 		}
 		out = append(out, all[i])
 	}
 	return out, nil
 }
 
-// stall measures, for each kind of stalled connection, the resident memory
-// of a bus process with none and with [Config.Conns] of them. Each kind
-// gets a bus process of its own, started with [Config.BusCommand], so
-// that what one kind left behind does not count for the next.
-func stall(ctx context.Context, cfg Config, log *slog.Logger) ([]Result, error) {
-	kinds, err := stallKindsOf(cfg.StallKinds)
+// Run measures, for each kind of stalled connection, the resident memory
+// of a bus process with none and with [Options.Conns] of them. Each kind
+// gets a bus process of its own, started with [Options.Command], so that
+// what one kind left behind does not count for the next. A nil log
+// discards its progress notes.
+func Run(ctx context.Context, opts Options, log *slog.Logger) ([]measure.Result, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Conns == 0 {
+		opts.Conns = DefaultConns
+	}
+	kinds, err := stallKindsOf(opts.Kinds)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFDs(cfg.Conns + 64); err != nil {
-		return nil, err
+	if err := target.CheckOpenFiles(opts.Conns + 64); err != nil {
+		return nil, fmt.Errorf("wake: %w", err)
 	}
-	var results []Result
+	var results []measure.Result
 	for _, k := range kinds {
 		if ctx.Err() != nil {
 			break
 		}
-		res, err := stallOne(ctx, cfg, log, k)
+		res, err := stallOne(ctx, opts, log, k)
 		results = append(results, res)
 		if err != nil {
 			return results, fmt.Errorf("stall %s: %w", k.name, err)
@@ -139,9 +165,9 @@ func stall(ctx context.Context, cfg Config, log *slog.Logger) ([]Result, error) 
 }
 
 // stallOne measures one kind against a bus process of its own.
-func stallOne(ctx context.Context, cfg Config, log *slog.Logger, k stallKind) (Result, error) {
-	res := Result{Name: string(ModeStall), Extra: []Field{{"kind", k.name}}}
-	p, err := target.StartProcess(ctx, cfg.BusCommand)
+func stallOne(ctx context.Context, opts Options, log *slog.Logger, k stallKind) (measure.Result, error) {
+	res := measure.Result{Name: "stall", Extra: []measure.Field{{Key: "kind", Value: k.name}}}
+	p, err := target.StartProcess(ctx, opts.Command)
 	if err != nil {
 		return res, err
 	}
@@ -161,7 +187,7 @@ func stallOne(ctx context.Context, cfg Config, log *slog.Logger, k stallKind) (R
 	// The load's own connections are closed by now.
 	files := p.OpenFiles()
 
-	n := cfg.Conns
+	n := opts.Conns
 	start := time.Now()
 	rec := latency.NewRecorder(0)
 	conns, failed, firstErr := stallConns(ctx, p.Addr, k, n, rec)
@@ -187,17 +213,17 @@ func stallOne(ctx context.Context, cfg Config, log *slog.Logger, k stallKind) (R
 	}
 	res.RSSAfter = p.SettledRSS(ctx)
 	held := time.Since(start)
-	res.Extra = append(res.Extra, Field{"conns", strconv.Itoa(len(conns))})
+	res.Extra = append(res.Extra, measure.Field{Key: "conns", Value: strconv.Itoa(len(conns))})
 	if files >= 0 {
 		// The connections the bus holds open, which may be fewer than
 		// the client has: those it answered and closed, or refused.
-		res.Extra = append(res.Extra, Field{"bus_holds", strconv.Itoa(max(p.OpenFiles()-files, 0))})
+		res.Extra = append(res.Extra, measure.Field{Key: "bus_holds", Value: strconv.Itoa(max(p.OpenFiles()-files, 0))})
 	}
 	if res.RSSBefore > 0 && res.RSSAfter > 0 && len(conns) > 0 {
 		per := (res.RSSAfter - res.RSSBefore) / int64(len(conns))
-		res.Extra = append(res.Extra, Field{"per_conn", strconv.FormatFloat(float64(per)/1024, 'f', 1, 64) + "KiB"})
+		res.Extra = append(res.Extra, measure.Field{Key: "per_conn", Value: strconv.FormatFloat(float64(per)/1024, 'f', 1, 64) + "KiB"})
 	}
-	res.Extra = append(res.Extra, Field{"measured_after", held.Round(10 * time.Millisecond).String()})
+	res.Extra = append(res.Extra, measure.Field{Key: "measured_after", Value: held.Round(10 * time.Millisecond).String()})
 	return res, ctx.Err()
 }
 

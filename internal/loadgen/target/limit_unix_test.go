@@ -1,6 +1,6 @@
 //go:build unix
 
-package loadgen
+package target
 
 import (
 	"os/exec"
@@ -25,7 +25,7 @@ func TestRaiseFileLimitRaisesTheSoftLimitUpToTheHard(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
 		t.Skip(err)
 	}
-	soft, hard, ok := raiseFileLimit(2000)
+	soft, hard, ok := RaiseFileLimit(2000)
 	if !ok || soft != 2000 || hard != uint64(orig.Max) {
 		t.Errorf("raised to %d (hard %d, ok %v), want 2000 (hard %d)", soft, hard, ok, orig.Max)
 	}
@@ -36,7 +36,7 @@ func TestRaiseFileLimitRaisesTheSoftLimitUpToTheHard(t *testing.T) {
 			t.Errorf("a child's limit: %q, %v; want 2000", got, err)
 		}
 	}
-	soft, hard, _ = raiseFileLimit(uint64(orig.Max) + 1)
+	soft, hard, _ = RaiseFileLimit(uint64(orig.Max) + 1)
 	if soft != uint64(orig.Max) || hard != uint64(orig.Max) {
 		t.Errorf("beyond the hard limit: soft %d, hard %d, want both %d", soft, hard, orig.Max)
 	}

@@ -1,4 +1,4 @@
-package loadgen
+package parked
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/loadgen/measure"
+	"github.com/interlink-go/interlink/internal/loadgen/target"
 	"github.com/interlink-go/interlink/internal/testutil"
 )
 
@@ -21,20 +23,15 @@ func TestParkedWakesEveryPollOnceAndReportsWhatTheyCost(t *testing.T) {
 		t.Skip("builds and starts interlink-bus")
 	}
 	const polls = 50
-	rep, err := Run(t.Context(), Config{
-		Mode:       ModeParked,
-		Polls:      polls,
-		Senders:    4,
-		Duration:   200 * time.Millisecond,
-		BusCommand: []string{testutil.BuildBus(t)},
+	res, err := Run(t.Context(), Options{
+		Polls:    polls,
+		Senders:  4,
+		Duration: 200 * time.Millisecond,
+		Command:  []string{testutil.BuildBus(t)},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 1 {
-		t.Fatalf("%d results, want 1:\n%v", len(rep.Results), rep.Results)
-	}
-	res := rep.Results[0]
 	t.Log(res)
 	if res.Ops != polls || res.Errors != 0 || res.Latency.Count != polls {
 		t.Errorf("%d polls woken, %d latencies, %d errors; want %d, %d, 0", res.Ops, res.Latency.Count, res.Errors, polls, polls)
@@ -72,21 +69,20 @@ func TestParkedWakesEveryPollOnceAndReportsWhatTheyCost(t *testing.T) {
 // than a process may open files for, the mode says so, with the limit
 // and how many polls fit, before it starts a bus or opens a connection.
 func TestParkedRefusesMorePollsThanTheFileLimitAllows(t *testing.T) {
-	_, hard, ok := raiseFileLimit(0)
+	_, hard, ok := target.RaiseFileLimit(0)
 	if !ok {
 		t.Skip("this system does not tell its open-file limit")
 	}
-	if hard >= parkedFiles(maxPolls, 1) {
+	if hard >= parkedFiles(MaxPolls, 1) {
 		t.Skipf("the hard limit of %d files fits more polls than the mode allows", hard)
 	}
 	fits := int(hard) - 1 - parkedMargin
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, err := Run(ctx, Config{
-		Mode:  ModeParked,
+	_, err := Run(ctx, Options{
 		Polls: fits + 1,
 		// A bus that never starts: the check must come first.
-		BusCommand: []string{"/nonexistent/interlink-bus"},
+		Command: []string{"/nonexistent/interlink-bus"},
 	}, nil)
 	if !errors.Is(err, ErrFileLimit) {
 		t.Fatalf("err = %v, want %v", err, ErrFileLimit)
@@ -124,24 +120,12 @@ func TestParkedFilesCountEachSideOfEveryPoll(t *testing.T) {
 	}
 }
 
-// TestParkedConfigKeepsItsSettingsApart: --polls is for the parked mode
-// only, and the parked mode starts its own bus.
-func TestParkedConfigKeepsItsSettingsApart(t *testing.T) {
-	bus := []string{"interlink-bus"}
-	for name, c := range map[string]Config{
-		"polls in wake":      {Mode: ModeWake, Polls: 10},
-		"url":                {Mode: ModeParked, URL: "http://127.0.0.1:1", BusCommand: bus},
-		"no bus command":     {Mode: ModeParked},
-		"too many polls":     {Mode: ModeParked, Polls: maxPolls + 1, BusCommand: bus},
-		"negative polls":     {Mode: ModeParked, Polls: -1, BusCommand: bus},
-		"wait beyond a poll": {Mode: ModeParked, Duration: idleWait, BusCommand: bus},
-	} {
-		if err := c.Validate(); !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: err = %v, want %v", name, err, ErrConfig)
+// field returns the value of the result field key, or "".
+func field(res measure.Result, key string) string {
+	for _, f := range res.Extra {
+		if f.Key == key {
+			return f.Value
 		}
 	}
-	c, err := Config{Mode: ModeParked, BusCommand: bus}.withDefaults()
-	if err != nil || c.Polls != DefaultPolls {
-		t.Errorf("defaults: polls %d, err %v", c.Polls, err)
-	}
+	return ""
 }

@@ -1,19 +1,19 @@
 //go:build unix
 
-package loadgen
+package target
 
 import (
 	"syscall"
 	"time"
 )
 
-// raiseFileLimit raises this process's soft limit on open files to need,
+// RaiseFileLimit raises this process's soft limit on open files to need,
 // as far as the hard limit allows, and returns the soft and hard limits
-// it leaves. A process started afterwards inherits that soft limit: the
-// Go runtime raises its own soft limit at start-up but gives children
-// the original one, unless the program has set the limit itself, as
-// this does whenever need is above 0.
-func raiseFileLimit(need uint64) (soft, hard uint64, ok bool) {
+// it leaves; a need of 0 only reads them. A process started afterwards
+// inherits that soft limit: the Go runtime raises its own soft limit at
+// start-up but gives children the original one, unless the program has
+// set the limit itself, as this does whenever need is above 0.
+func RaiseFileLimit(need uint64) (soft, hard uint64, ok bool) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		return 0, 0, false
@@ -28,9 +28,9 @@ func raiseFileLimit(need uint64) (soft, hard uint64, ok bool) {
 	return uint64(rl.Cur), uint64(rl.Max), true
 }
 
-// selfCPU returns the processor time this process has used, user and
+// SelfCPU returns the processor time this process has used, user and
 // system together, or -1 where it cannot tell.
-func selfCPU() time.Duration {
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return -1

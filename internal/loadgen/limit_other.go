@@ -1,6 +1,0 @@
-//go:build !unix
-
-package loadgen
-
-// fileLimit reports that this system's open-file limit is unknown.
-func fileLimit() (uint64, bool) { return 0, false }
