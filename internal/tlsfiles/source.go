@@ -39,7 +39,6 @@ type Source struct {
 	checking  atomic.Bool
 	lastCheck time.Time
 	stamp     [2]fileStamp
-	lastErr   string // the broken pair last logged; empty after a good load
 }
 
 // fileStamp is what tells that a file changed.
@@ -131,14 +130,12 @@ func (s *Source) check() {
 	s.stamp = stamp
 	c, err := s.load()
 	if err != nil {
-		if msg := err.Error(); msg != s.lastErr {
-			s.lastErr = msg
-			s.log.Warn("tls certificate files changed but do not load; keeping the previous certificate",
-				"cert", s.certFile, "key", s.keyFile, "err", err)
-		}
+		// Logged once per change: the files are loaded again only when
+		// their stamps move.
+		s.log.Warn("tls certificate files changed but do not load; keeping the previous certificate",
+			"cert", s.certFile, "key", s.keyFile, "err", err)
 		return
 	}
-	s.lastErr = ""
 	s.cert.Store(c)
 	attrs := []any{"cert", s.certFile}
 	if c.Leaf != nil {
