@@ -87,13 +87,20 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	if cfg.tlsCert != "" {
 		var err error
 		if certs, err = tlsfiles.Load(cfg.tlsCert, cfg.tlsKey, &tlsfiles.Options{Logger: log}); err != nil {
-			return c.fail(exitError, strings.TrimPrefix(err.Error(), "tlsfiles: "),
-				"give a PEM certificate chain with --tls-cert and its private key with --tls-key")
+			msg := err.Error()
+			if pe, ok := errors.AsType[*tlsfiles.PairError](err); ok {
+				msg = pe.Reason()
+			}
+			return c.fail(exitError, msg, "give a PEM certificate chain with --tls-cert and its private key with --tls-key")
 		}
 	}
 	verifier, verr := reqsign.New(&reqsign.Options{Authorities: cfg.authorities, PathPrefixes: cfg.prefixes})
 	if verr != nil {
-		return c.fail(exitUsage, strings.TrimPrefix(verr.Error(), "reqsign: "), helpHint)
+		msg := verr.Error()
+		if oe, ok := errors.AsType[*reqsign.OptionsError](verr); ok {
+			msg = oe.Reason()
+		}
+		return c.fail(exitUsage, msg, helpHint)
 	}
 
 	// The metrics exist before the store, which reports its commit times
