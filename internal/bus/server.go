@@ -164,8 +164,8 @@ func New(st store.Store, opts *Options) *Server {
 		Roster:  &s.roster,
 		Private: s.guard.mode == AuthRequired,
 		Counts: func() statuspage.Counts {
-			st := s.Stats()
-			return statuspage.Counts{Parked: st.Parked, Routes: st.Routes, Queued: st.Queued, Totals: st.Totals}
+			n := s.Stats()
+			return statuspage.Counts{Parked: n.Parked, Routes: n.Routes, Queued: n.Queued, Totals: n.Totals}
 		},
 	})
 	if w, ok := st.(store.Watcher); ok {
