@@ -21,6 +21,7 @@ import (
 	"github.com/interlink-go/interlink/internal/cmdline"
 	"github.com/interlink-go/interlink/internal/connlimit"
 	"github.com/interlink-go/interlink/internal/reqsign"
+	"github.com/interlink-go/interlink/internal/roster"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/store/bolt"
 	"github.com/interlink-go/interlink/internal/tlsfiles"
@@ -86,19 +87,26 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	if cfg.tlsCert != "" {
 		var err error
 		if certs, err = tlsfiles.Load(cfg.tlsCert, cfg.tlsKey, &tlsfiles.Options{Logger: log}); err != nil {
-			return c.fail(exitError, strings.TrimPrefix(err.Error(), "tlsfiles: "),
-				"give a PEM certificate chain with --tls-cert and its private key with --tls-key")
+			msg := err.Error()
+			if pe, ok := errors.AsType[*tlsfiles.PairError](err); ok {
+				msg = pe.Reason()
+			}
+			return c.fail(exitError, msg, "give a PEM certificate chain with --tls-cert and its private key with --tls-key")
 		}
 	}
 	verifier, verr := reqsign.New(&reqsign.Options{Authorities: cfg.authorities, PathPrefixes: cfg.prefixes})
 	if verr != nil {
-		return c.fail(exitUsage, strings.TrimPrefix(verr.Error(), "reqsign: "), helpHint)
+		msg := verr.Error()
+		if oe, ok := errors.AsType[*reqsign.OptionsError](verr); ok {
+			msg = oe.Reason()
+		}
+		return c.fail(exitUsage, msg, helpHint)
 	}
 
 	// The metrics exist before the store, which reports its commit times
 	// to them, and before the bus, whose handler they wrap.
 	metrics := busmetrics.New()
-	st, roster, code, ok := c.openStore(&cfg, log, metrics.ObserveCommit)
+	st, rosterLog, code, ok := c.openStore(&cfg, log, metrics.ObserveCommit)
 	if !ok {
 		return code
 	}
@@ -120,7 +128,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		log.Info("connection limit", "max", maxConns, "open_file_limit", "unknown")
 	}
 	conns := new(bus.ConnStats)
-	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: roster, MaxConns: maxConns, Conns: conns,
+	opts := &bus.Options{Logger: log, Version: version.String(), RosterLog: rosterLog, MaxConns: maxConns, Conns: conns,
 		Auth: cfg.auth, Verifier: verifier}
 	if certs != nil {
 		opts.TLS = certs.ServerConfig()
@@ -178,11 +186,11 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 
 // openStore opens the store cfg asks for and logs which kind it is; the
 // bbolt store reports its commit times to observeCommit. With NATS it also
-// opens the roster's bucket, which roster then is; otherwise roster is nil.
+// opens the roster's bucket, which rosterLog then is; otherwise rosterLog is nil.
 // When ok is false the problem has been reported and code is the status to
 // exit with. A stream with a lower max_bytes than cfg's total keeps it
 // (see natsstore.Open), and openStore sets cfg's total to it.
-func (c *cli) openStore(cfg *serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, roster bus.RosterLog, code int, ok bool) {
+func (c *cli) openStore(cfg *serveConfig, log *slog.Logger, observeCommit func(time.Duration)) (st store.Store, rosterLog roster.Log, code int, ok bool) {
 	opts := &store.Options{Cap: cfg.queueCap, Logger: log}
 	opts.RouteBytes, opts.TotalBytes = cfg.queueBytes, cfg.totalBytes
 	if cfg.nats.url != "" {

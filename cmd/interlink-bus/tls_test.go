@@ -67,9 +67,13 @@ func TestTLSAndAuthFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--tls-cert", filepath.Join(dir, "c.pem")}, exitUsage, "--tls-cert without --tls-key"},
 		{[]string{"--tls-key", filepath.Join(dir, "k.pem")}, exitUsage, "--tls-key without --tls-cert"},
-		{[]string{"--tls-cert", filepath.Join(dir, "c.pem"), "--tls-key", filepath.Join(dir, "k.pem")}, exitError, "no such file"},
+		// The line names the problem in the command's words, without
+		// the prefix of the package that found it.
+		{[]string{"--tls-cert", filepath.Join(dir, "c.pem"), "--tls-key", filepath.Join(dir, "k.pem")}, exitError,
+			"interlink-bus: certificate " + filepath.Join(dir, "c.pem") + " with key " + filepath.Join(dir, "k.pem") + ": open " +
+				filepath.Join(dir, "c.pem") + ": no such file or directory\n"},
 		{[]string{"--auth", "sometimes"}, exitUsage, `--auth "sometimes": want off, optional or required`},
-		{[]string{"--path-prefix", "interlink/"}, exitUsage, "must start with /"},
+		{[]string{"--path-prefix", "interlink/"}, exitUsage, "interlink-bus: path prefix \"interlink/\" must start with / and not end with it\n"},
 	}
 	for _, tt := range tests {
 		p := launch(t, busEnv(), append([]string{"--addr", "127.0.0.1:0"}, tt.args...)...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -248,12 +247,13 @@ func (g *guard) verify(r *http.Request, body []byte) (identity.PublicKey, error)
 	if err == nil {
 		return key, nil
 	}
-	var he *reqsign.HeaderError
+	he, malformed := errors.AsType[*reqsign.HeaderError](err)
+	te, outside := errors.AsType[*reqsign.TimeError](err)
 	switch {
-	case errors.As(err, &he):
-		return key, g.refuse(reasonMalformed, strings.TrimPrefix(he.Error(), "reqsign: "))
-	case errors.Is(err, reqsign.ErrStale), errors.Is(err, reqsign.ErrFuture):
-		return key, g.refuse(reasonStale, strings.TrimPrefix(err.Error(), "reqsign: ")+"; check the clock of the machine that signed it")
+	case malformed:
+		return key, g.refuse(reasonMalformed, he.Reason())
+	case outside:
+		return key, g.refuse(reasonStale, te.Reason()+"; check the clock of the machine that signed it")
 	case errors.Is(err, reqsign.ErrBadSignature):
 		return key, g.refuse(reasonBadSignature, "the request's signature does not verify for this relay's address, "+
 			"this method, path and body; a reverse proxy that changes the Host or the path must be named to the relay "+
@@ -302,10 +302,11 @@ func (g *guard) announcer(signer identity.PublicKey, a wire.Announce, body []byt
 		return nil
 	}
 	ann, _, _, err := identity.DecodePrivate(body)
+	pe, isPrivate := errors.AsType[*identity.PrivateError](err)
 	switch {
-	case errors.Is(err, identity.ErrPrivate):
+	case isPrivate:
 		return g.refuse(reasonAnnouncement, "the announcement's privacy extension (readers, discoverable, "+
-			"public_sig, private_sig) is incomplete or does not verify: "+strings.TrimPrefix(err.Error(), "identity: privacy extension: "))
+			"public_sig, private_sig) is incomplete or does not verify: "+pe.Reason())
 	case errors.Is(err, identity.ErrDecode):
 		return g.refuse(reasonAnnouncement, "the announcement does not decode: "+err.Error())
 	case err != nil || ann.PubKey != signer.String():

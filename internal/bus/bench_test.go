@@ -160,7 +160,7 @@ func BenchmarkRoster(b *testing.B) {
 	pad := strings.Repeat("x", 900)
 	for i := range RosterCap {
 		body := fmt.Sprintf(`{"pubkey":"key%04d","name":"node","session":{"session_id":"%d","cwd":"/home/me","summary":%q},"ts":1,"sig":"c2ln"}`, i, i, pad)
-		srv.roster.upsert(mustAnnouncement(b, body), srv.millis())
+		srv.roster.Upsert(mustAnnouncement(b, body), srv.millis())
 	}
 	client := &http.Client{}
 	defer client.CloseIdleConnections()

@@ -1,7 +1,8 @@
 // Package bus is the HTTP broker: it relays opaque payloads to per-route
 // queues kept in a [store.Store], wakes receivers that long-poll those
-// queues, and keeps the presence roster, in memory or, for several buses on
-// one shared store, in a log they share ([RosterLog]).
+// queues, and serves the presence roster (package roster), kept in memory
+// or, for several buses on one shared store, in a log they share
+// ([Options.RosterLog]).
 //
 // The bus is deliberately dumb. It never parses a payload beyond the keys of
 // the request that carries it, holds no keys and verifies no signatures;
@@ -23,7 +24,7 @@
 // A /roster answer carries a weak ETag that names the entries listed and
 // when each was announced (not their ages); a request whose If-None-Match
 // names it gets 304 and no body. keys, 1 to 32 public keys separated by
-// commas, lists only the entries of those keys (see [Server.listRoster]).
+// commas, lists only the entries of those keys (see [roster.Listing]).
 //
 // GET routes also answer HEAD. Every response other than 2xx carries a JSON
 // body {"error":"..."}; a failed long-poll answers
@@ -80,12 +81,12 @@
 // # Status and metrics
 //
 // The bus keeps atomic totals of the messages it stored, delivered,
-// acknowledged and dropped, and the stored and delivered counts of the
-// last ten minutes; [Server.Stats] reads them with the current sizes for
-// the metrics. The status page shows the roster's sessions (cleaned as
-// agents clean them, and escaped by html/template), the queue totals and
-// those rates as an inline SVG chart; it needs no script and reloads
-// itself.
+// acknowledged and dropped; [Server.Stats] reads them with the current
+// sizes for the metrics. The status page (package statuspage) counts the
+// stored and delivered messages of the last ten minutes, and shows the
+// roster's sessions (cleaned as agents clean them, and escaped by
+// html/template), the queue totals and those rates as an inline SVG chart;
+// it needs no script and reloads itself.
 //
 // # Waiters
 //
@@ -104,7 +105,7 @@
 // been lost, every parked poll looks again. With [Options.RosterLog] every
 // announcement and removal goes through the shared log, and each bus
 // serves /roster from its own copy, which applies the log's changes in its
-// order through the same rules; see [RosterLog]. /healthz answers 503 with
+// order through the same rules; see [roster.Shared]. /healthz answers 503 with
 // {"error":"store unavailable"} while a store that can fail and recover
 // ([store.Health]) cannot serve.
 package bus

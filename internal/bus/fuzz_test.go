@@ -158,7 +158,7 @@ func FuzzAnnounceBody(f *testing.F) {
 		if rec := serveBody(srv, "/unregister", body); rec.Code != http.StatusAccepted {
 			t.Fatalf("unregister: %d %s", rec.Code, rec.Body)
 		}
-		if n := srv.roster.len(); n != 0 {
+		if n := srv.roster.Len(); n != 0 {
 			t.Fatalf("roster holds %d entries after unregister", n)
 		}
 	})

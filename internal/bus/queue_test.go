@@ -270,7 +270,7 @@ func TestQueueOutlivesUnregister(t *testing.T) {
 		h.post("/announce", announce)
 		h.clock.Add(RosterRetention)
 		h.post("/announce", `{"pubkey":"other"}`) // prunes K#s from the roster
-		if n := h.srv.roster.len(); n != 1 {
+		if n := h.srv.roster.Len(); n != 1 {
 			t.Fatalf("roster holds %d entries, want 1", n)
 		}
 		if n := h.depth("K#s"); n != 1 {

@@ -58,7 +58,7 @@ func (s *Server) recv(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, body)
 	s.counters.delivered.Add(1)
-	s.rates.addDelivered(s.millis())
+	s.page.Delivered(s.millis())
 	return nil
 }
 

@@ -160,11 +160,11 @@ func TestRosterForgetsAnEntryAfterThreeDays(t *testing.T) {
 	if got := h.rosterOf(); len(got) != 0 {
 		t.Fatalf("at 259,200,000 ms: %v, want nothing", got)
 	}
-	if n := h.srv.roster.len(); n != 1 {
+	if n := h.srv.roster.Len(); n != 1 {
 		t.Fatalf("the expired entry is hidden, not deleted: %d entries", n)
 	}
 	h.announce(`{"pubkey":"new"}`)
-	if n := h.srv.roster.len(); n != 1 {
+	if n := h.srv.roster.Len(); n != 1 {
 		t.Errorf("after an announce the expired entry is pruned: %d entries", n)
 	}
 }
@@ -187,7 +187,7 @@ func TestFullRosterAdmitsNewcomers(t *testing.T) {
 	if got := findKey(h.rosterOf(), "k0"); got == nil || got["name"] != "refreshed" || got["age_ms"] != 0.0 {
 		t.Fatalf("refresh in a full roster: %v", got)
 	}
-	if n := h.srv.roster.len(); n != RosterCap {
+	if n := h.srv.roster.Len(); n != RosterCap {
 		t.Fatalf("a refresh changed the size to %d", n)
 	}
 	h.announce(`{"pubkey":"newcomer"}`)
@@ -215,7 +215,7 @@ func TestFullRosterAdmitsNewcomers(t *testing.T) {
 	if got := h.rosterOf(); len(got) != 4 || !containsKey(got, "later") {
 		t.Errorf("after expiry: %d entries, want k0, newcomer, second and later", len(got))
 	}
-	if n := h.srv.roster.len(); n != 4 {
+	if n := h.srv.roster.Len(); n != 4 {
 		t.Errorf("expired entries still stored: %d", n)
 	}
 }
@@ -235,8 +235,8 @@ func TestRosterByteBound(t *testing.T) {
 	const n = 2000 // 2000 x 4 KiB is past the byte bound, not the count
 	for i := range n {
 		h.announce(maxAnnouncement(t, "k"+strconv.Itoa(i)))
-		if b := h.srv.roster.size(); b > rosterBudget {
-			t.Fatalf("after %d announcements the roster costs %d bytes, more than %d", i+1, b, rosterBudget)
+		if b := h.srv.roster.Size(); b > MaxRosterBytes-len(wire.RosterOpen)-len(wire.RosterClose) {
+			t.Fatalf("after %d announcements the roster costs %d bytes, more than %d", i+1, b, MaxRosterBytes-len(wire.RosterOpen)-len(wire.RosterClose))
 		}
 	}
 	h.clock.Add(RosterRetention - time.Millisecond) // the widest ages a listing shows
@@ -268,9 +268,9 @@ func TestRosterListingSharesOneEncoding(t *testing.T) {
 	for i := range 1000 {
 		h.announce(maxAnnouncement(t, "k"+strconv.Itoa(i)))
 	}
-	first := h.srv.roster.snapshot()
+	first := h.srv.roster.Snapshot()
 	h.clock.Add(time.Second) // ages change, the snapshot does not
-	if h.srv.roster.snapshot() != first {
+	if h.srv.roster.Snapshot() != first {
 		t.Fatal("a listing without a change made a new snapshot")
 	}
 	req := httptest.NewRequest(http.MethodGet, "/roster", nil)
@@ -294,7 +294,7 @@ func TestRosterListingSharesOneEncoding(t *testing.T) {
 	}
 	t.Logf("a listing of %d bytes allocated %d bytes", sent, perListing)
 	h.announce(`{"pubkey":"k1","name":"changed"}`)
-	if h.srv.roster.snapshot() == first {
+	if h.srv.roster.Snapshot() == first {
 		t.Fatal("an announcement left the old snapshot in place")
 	}
 	if code := h.post("/unregister", `{"pubkey":"k1"}`); code != http.StatusAccepted {
@@ -342,7 +342,7 @@ func TestRosterListingHidesExpired(t *testing.T) {
 	if head.Code != http.StatusOK || head.Header().Get("Content-Length") != strconv.Itoa(len(want)) || head.Body.Len() != 0 {
 		t.Fatalf("HEAD: %d, Content-Length %s, body %q", head.Code, head.Header().Get("Content-Length"), head.Body)
 	}
-	if n := h.srv.roster.len(); n != 3 {
+	if n := h.srv.roster.Len(); n != 3 {
 		t.Errorf("the expired entry is hidden, not deleted: %d entries", n)
 	}
 }
@@ -402,7 +402,7 @@ func TestConcurrentAnnouncers(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := h.srv.roster.len(); n != RosterCap {
+	if n := h.srv.roster.Len(); n != RosterCap {
 		t.Errorf("roster size %d, want exactly %d", n, RosterCap)
 	}
 	if got := h.rosterOf(); len(got) != RosterCap {
@@ -451,12 +451,12 @@ func TestRosterClockBack(t *testing.T) {
 	if len(got) != 2 || !containsKey(got, "a") || !containsKey(got, "c") {
 		t.Fatalf("listing %v, want a and c", got)
 	}
-	if n := h.srv.roster.len(); n != 3 {
+	if n := h.srv.roster.Len(); n != 3 {
 		t.Fatalf("%d entries stored, want a, b (expired, behind a) and c", n)
 	}
 	h.clock.Add(time.Hour)
 	h.announce(`{"pubkey":"d"}`)
-	if n := h.srv.roster.len(); n != 2 {
+	if n := h.srv.roster.Len(); n != 2 {
 		t.Errorf("%d entries stored after a expired, want c and d", n)
 	}
 }

@@ -59,15 +59,15 @@ func BenchmarkRosterScale(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv.roster.upsert(mustAnnouncement(b, string(body)), srv.millis())
+		srv.roster.Upsert(mustAnnouncement(b, string(body)), srv.millis())
 		if i == rosterScale/2 {
 			peer = s
 			info.SessionID += "-second"
 			body, _ = wire.AnnounceBody(s.AnnounceCaps("peer", info, identity.Millis(time.Now()), []string{identity.CapSealed}))
-			srv.roster.upsert(mustAnnouncement(b, string(body)), srv.millis())
+			srv.roster.Upsert(mustAnnouncement(b, string(body)), srv.millis())
 		}
 	}
-	if n := srv.roster.len(); n != rosterScale+1 {
+	if n := srv.roster.Len(); n != rosterScale+1 {
 		b.Fatalf("roster holds %d entries", n)
 	}
 	var wireBytes atomic.Int64

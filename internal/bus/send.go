@@ -48,7 +48,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("%w: %w", errStorage, err)
 	}
 	s.counters.stored.Add(1)
-	s.rates.addStored(ms)
+	s.page.Stored(ms)
 	if dropped > 0 {
 		s.counters.dropped.Add(uint64(dropped))
 		for _, ev := range s.drops.note(req.To, dropped, s.now()) {

@@ -11,8 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/interlink-go/interlink/internal/protocol"
 	"github.com/interlink-go/interlink/internal/reqsign"
+	"github.com/interlink-go/interlink/internal/roster"
+	"github.com/interlink-go/interlink/internal/statuspage"
 	"github.com/interlink-go/interlink/internal/store"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -26,24 +27,14 @@ const (
 	// MaxRecvTimeout is the longest /recv wait; larger timeout_ms values
 	// are clamped to it.
 	MaxRecvTimeout = 120 * time.Second
-	// RosterCap is the most entries the roster holds. When it is full, an
-	// announcement for a new key takes the place of the entry refreshed
-	// longest ago. It is set above what [MaxRosterBytes] holds of the
-	// agent's usual announcements (about 490 bytes listed, so some
-	// 12,800), so for a roster of real sessions the byte bound is the one
-	// that binds; this one bounds the bookkeeping of tiny entries.
-	RosterCap = 16384
-	// MaxRosterBytes bounds a whole /roster response, ages included. It is
-	// kept well under the 8 MiB an interlink agent reads from /roster, so
-	// that however the roster is filled, agents can still read it. When a
-	// new announcement would push the roster past it, entries refreshed
-	// longest ago make room, as they do for [RosterCap]. Announcements
-	// are at most [wire.MaxAnnounceBytes], which keeps one client's
-	// entries from filling it with a handful of announcements.
-	MaxRosterBytes = 6 << 20
+	// RosterCap is the most entries the roster holds ([roster.Cap]).
+	RosterCap = roster.Cap
+	// MaxRosterBytes bounds a whole /roster response, ages included
+	// ([roster.MaxBytes]).
+	MaxRosterBytes = roster.MaxBytes
 	// RosterRetention is how long a roster entry lives after its last
-	// announcement.
-	RosterRetention = protocol.RosterRetention
+	// announcement ([roster.Retention]).
+	RosterRetention = roster.Retention
 )
 
 // Options holds the optional settings of [New]. A nil *Options, and every
@@ -76,8 +67,8 @@ type Options struct {
 	// Conns, if set, receives the counts of a listener from [Listen].
 	Conns *ConnStats
 	// RosterLog, if set, keeps the roster in a log shared with other
-	// buses instead of in this bus alone; see [RosterLog].
-	RosterLog RosterLog
+	// buses instead of in this bus alone; see [roster.Log].
+	RosterLog roster.Log
 	// Auth is what the bus does with request signatures; the zero value
 	// is [AuthOptional].
 	Auth Auth
@@ -109,20 +100,18 @@ type Server struct {
 	// requestTimeout is the deadline NewHTTPServer sets for a whole
 	// request, which long-polls extend.
 	requestTimeout time.Duration
-	started        time.Time     // for the uptime on the status page
 	done           chan struct{} // closed by Shutdown
 	stop           sync.Once
 
-	// Message totals and the rates of the status page, both atomic.
+	// Message totals, atomic.
 	counters counters
-	rates    rates
 
 	// Each of these guards its own state.
 	waiters waiters
 	drops   dropLog
 	fullLog refusalLog
-	roster  roster
-	page    atomic.Pointer[renderedPage] // the status page last rendered
+	roster  roster.Roster
+	page    *statuspage.Page // GET /, which also counts the rates it charts
 
 	// limiter is st when it limits its values, else nil; fixed at
 	// creation. maxBodyHeader caches the header value of MaxBody.
@@ -132,10 +121,10 @@ type Server struct {
 	// guard checks signatures and limits; fixed at creation.
 	guard *guard
 
-	// Set by startShared at creation, for stores shared with other
-	// buses; nil otherwise. See shared.go.
-	unwatch func()        // stops the store's watch
-	shared  *sharedRoster // the roster's shared log
+	// Set at creation, for stores shared with other buses; nil
+	// otherwise. See shared.go.
+	unwatch func()         // stops the store's watch
+	shared  *roster.Shared // the roster's shared log
 }
 
 // New returns a Server that keeps its queues in st. The caller still owns
@@ -167,10 +156,26 @@ func New(st store.Store, opts *Options) *Server {
 	if s.maxWait <= 0 {
 		s.maxWait = MaxRecvTimeout
 	}
-	s.started = s.now()
 	s.guard = newGuard(opts, s.now)
 	s.limiter, _ = st.(store.ValueLimiter)
-	s.startShared(opts)
+	s.page = statuspage.New(statuspage.Options{
+		Version: s.version,
+		Now:     s.now,
+		Roster:  &s.roster,
+		Private: s.guard.mode == AuthRequired,
+		Counts: func() statuspage.Counts {
+			n := s.Stats()
+			return statuspage.Counts{Parked: n.Parked, Routes: n.Routes, Queued: n.Queued, Totals: n.Totals}
+		},
+	})
+	if w, ok := st.(store.Watcher); ok {
+		// A message another bus stored wakes this bus's polls on its
+		// route; when hints may have been lost, every poll looks again.
+		s.unwatch = w.Watch(s.waiters.wake, s.waiters.wakeAll)
+	}
+	if opts.RosterLog != nil {
+		s.shared = roster.Share(&s.roster, opts.RosterLog, s.log)
+	}
 	return s
 }
 
@@ -184,7 +189,12 @@ func New(st store.Store, opts *Options) *Server {
 func (s *Server) Shutdown() {
 	s.stop.Do(func() {
 		close(s.done)
-		s.stopShared()
+		if s.unwatch != nil {
+			s.unwatch()
+		}
+		if s.shared != nil {
+			s.shared.Stop()
+		}
 	})
 }
 
@@ -203,7 +213,7 @@ var endpoints = map[string]endpoint{
 	"/unregister": {handle: (*Server).unregister},
 	"/roster":     {get: true, handle: (*Server).listRoster},
 	"/healthz":    {get: true, handle: (*Server).healthz},
-	"/":           {get: true, handle: (*Server).status},
+	"/":           {get: true, handle: func(s *Server, w http.ResponseWriter, r *http.Request) error { return s.page.Serve(w, r) }},
 }
 
 // ServeHTTP routes a request to its endpoint.

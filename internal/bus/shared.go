@@ -13,7 +13,8 @@ import (
 
 // What a bus does when other buses share its store: wake its polls for
 // messages they stored, report the store's health, and keep the roster in
-// a log they share (see [RosterLog] and rostershared.go).
+// a log they share (see [roster.Log]); [New] and [Server.Shutdown] start
+// and stop what a shared store asks for.
 
 // MaxEnvelopeBytes is the largest value the bus stores for a message: an
 // envelope around the payload of a /send body of [wire.MaxBodyBytes]. A store
@@ -83,29 +84,6 @@ var MaxEntryBytes = store.EntrySize(strings.Repeat("r", wire.MaxRouteBytes), Max
 // errUnavailable marks a store that cannot serve requests now; /healthz
 // then answers 503.
 var errUnavailable = errors.New("store unavailable")
-
-// startShared starts what a store shared with other buses asks for. New
-// calls it once, after the rest of s is set.
-func (s *Server) startShared(opts *Options) {
-	if w, ok := s.st.(store.Watcher); ok {
-		// A message another bus stored wakes this bus's polls on its
-		// route; when hints may have been lost, every poll looks again.
-		s.unwatch = w.Watch(s.waiters.wake, s.waiters.wakeAll)
-	}
-	if opts.RosterLog != nil {
-		s.shared = newSharedRoster(&s.roster, opts.RosterLog, s.log)
-	}
-}
-
-// stopShared ends what startShared started. Shutdown calls it once.
-func (s *Server) stopShared() {
-	if s.unwatch != nil {
-		s.unwatch()
-	}
-	if s.shared != nil {
-		s.shared.stop()
-	}
-}
 
 // storeHealth returns nil when the store can serve requests, and otherwise
 // an error wrapping [errUnavailable]. Only stores that can fail and recover

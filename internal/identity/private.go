@@ -45,6 +45,22 @@ const (
 // does not verify.
 var ErrPrivate = errors.New("identity: privacy extension")
 
+// PrivateError reports an announcement whose privacy extension is
+// incomplete, malformed or does not verify. It wraps [ErrPrivate] and
+// Err, what is wrong with the extension.
+type PrivateError struct {
+	Err error
+}
+
+func (e *PrivateError) Error() string { return ErrPrivate.Error() + ": " + e.Reason() }
+
+// Reason returns what is wrong with the extension, without the
+// "identity: privacy extension: " that Error puts first.
+func (e *PrivateError) Reason() string { return e.Err.Error() }
+
+// Unwrap returns [ErrPrivate] and Err.
+func (e *PrivateError) Unwrap() []error { return []error{ErrPrivate, e.Err} }
+
 // ReaderTag returns the tag that names reader in the readers list of the
 // announcement whose raw main signature is mainSig: the first
 // [ReaderTagSize] bytes of SHA-256(ReaderDomain ‖ mainSig ‖ reader). A
@@ -147,7 +163,7 @@ var PrivateMembers = [...]string{"readers", "discoverable", "public_sig", "publi
 // extension and verifies both. present is false when data has none of
 // the extension's members; err is then nil if the announcement itself
 // decodes and verifies. An extension that is incomplete, malformed or
-// does not verify is an error wrapping [ErrPrivate], unlike the
+// does not verify is a [*PrivateError], which wraps [ErrPrivate], unlike the
 // capabilities list, which clients drop quietly: a relay refuses such an
 // announcement rather than guess who may read it.
 func DecodePrivate(data []byte) (a Announcement, p *Private, present bool, err error) {
@@ -172,7 +188,7 @@ func DecodePrivate(data []byte) (a Announcement, p *Private, present bool, err e
 	}
 	p, err = decodePrivate(f, &a, key)
 	if err != nil {
-		return a, nil, true, fmt.Errorf("%w: %w", ErrPrivate, err)
+		return a, nil, true, &PrivateError{Err: err}
 	}
 	return a, p, true, nil
 }

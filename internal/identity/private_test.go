@@ -97,6 +97,12 @@ func TestPrivateExtensionRefusesForgeries(t *testing.T) {
 			if !present || !errors.Is(err, ErrPrivate) {
 				t.Fatalf("DecodePrivate = present %v, %v; want ErrPrivate", present, err)
 			}
+			// What is wrong is there without the prefix, for a relay
+			// that explains the refusal in its own words.
+			pe, ok := errors.AsType[*PrivateError](err)
+			if !ok || pe.Reason() == "" || err.Error() != "identity: privacy extension: "+pe.Reason() {
+				t.Fatalf("err = %#v (%v), want a *PrivateError whose reason follows the prefix", err, err)
+			}
 		})
 	}
 	if _, _, _, err := DecodePrivate(privateJSON(t, good)); err != nil {

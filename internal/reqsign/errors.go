@@ -14,11 +14,11 @@ var (
 	ErrMalformed = errors.New("reqsign: malformed signature header")
 
 	// ErrStale reports a request signed more than [MaxPast] before the
-	// verifier's clock.
-	ErrStale = errors.New("reqsign: request signed too long ago")
+	// verifier's clock; the error is a [*TimeError].
+	ErrStale = errors.New("reqsign: " + staleText)
 	// ErrFuture reports a request signed more than [MaxFuture] after the
-	// verifier's clock.
-	ErrFuture = errors.New("reqsign: request signed in the future")
+	// verifier's clock; the error is a [*TimeError].
+	ErrFuture = errors.New("reqsign: " + futureText)
 
 	// ErrBadSignature reports a signature that does not verify for the
 	// request as the verifier received it.
@@ -31,6 +31,17 @@ var (
 	ErrShareFull = errors.New("reqsign: too many signed requests from this key")
 )
 
+// What [ErrStale] and [ErrFuture] say, without the package's prefix.
+const (
+	staleText  = "request signed too long ago"
+	futureText = "request signed in the future"
+)
+
+// Each error type below has a Reason method: its message without the
+// package's "reqsign: " prefix, for a program that names the source of
+// the problem in its own words, such as a relay's answer or a command's
+// error line.
+
 // HeaderError reports a signature header that is missing or malformed.
 type HeaderError struct {
 	Header string // one of [HeaderKey], [HeaderTime], [HeaderNonce], [HeaderSignature]
@@ -38,11 +49,14 @@ type HeaderError struct {
 	Detail string // what is wrong with a malformed value; empty when missing
 }
 
-func (e *HeaderError) Error() string {
+func (e *HeaderError) Error() string { return "reqsign: " + e.Reason() }
+
+// Reason returns the error's message without the package's prefix.
+func (e *HeaderError) Reason() string {
 	if e.Err == ErrMissing {
-		return "reqsign: header " + e.Header + " is missing"
+		return "header " + e.Header + " is missing"
 	}
-	s := "reqsign: header " + e.Header + " is malformed"
+	s := "header " + e.Header + " is malformed"
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
@@ -51,3 +65,34 @@ func (e *HeaderError) Error() string {
 
 // Unwrap returns [ErrMissing] or [ErrMalformed].
 func (e *HeaderError) Unwrap() error { return e.Err }
+
+// TimeError reports a request signed outside the window the verifier
+// accepts.
+type TimeError struct {
+	Err    error  // [ErrStale] or [ErrFuture]
+	Detail string // how far outside the window, against which clock
+}
+
+func (e *TimeError) Error() string { return "reqsign: " + e.Reason() }
+
+// Reason returns the error's message without the package's prefix.
+func (e *TimeError) Reason() string {
+	s := staleText
+	if e.Err == ErrFuture {
+		s = futureText
+	}
+	return s + ": " + e.Detail
+}
+
+// Unwrap returns [ErrStale] or [ErrFuture].
+func (e *TimeError) Unwrap() error { return e.Err }
+
+// OptionsError reports [Options] that [New] cannot use.
+type OptionsError struct {
+	Detail string // which setting, and what is wrong with it
+}
+
+func (e *OptionsError) Error() string { return "reqsign: " + e.Reason() }
+
+// Reason returns the error's message without the package's prefix.
+func (e *OptionsError) Reason() string { return e.Detail }

@@ -66,7 +66,7 @@ func (s *nonceSet) insert(key identity.PublicKey, nonce [NonceSize]byte, expires
 	defer s.mu.Unlock()
 	if expires < s.high {
 		// Fresh by the caller's clock, stale by a later one this set saw.
-		return fmt.Errorf("%w: behind the latest time the relay saw", ErrStale)
+		return &TimeError{Err: ErrStale, Detail: "behind the latest time the relay saw"}
 	}
 	if _, ok := s.seen[k]; ok {
 		return ErrReplay

@@ -54,6 +54,7 @@ type Verifier struct {
 }
 
 // New returns a verifier with the given options; nil means the defaults.
+// Options it cannot use give an [*OptionsError].
 func New(opts *Options) (*Verifier, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -61,18 +62,18 @@ func New(opts *Options) (*Verifier, error) {
 	v := &Verifier{}
 	for _, a := range opts.Authorities {
 		if a == "" {
-			return nil, fmt.Errorf("reqsign: empty authority")
+			return nil, &OptionsError{Detail: "empty authority"}
 		}
 		v.authorities = append(v.authorities, Authority(a))
 	}
 	for _, p := range opts.PathPrefixes {
 		if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
-			return nil, fmt.Errorf("reqsign: path prefix %q must start with / and not end with it", p)
+			return nil, &OptionsError{Detail: fmt.Sprintf("path prefix %q must start with / and not end with it", p)}
 		}
 		v.prefixes = append(v.prefixes, p)
 	}
 	if n := (1 + len(v.authorities)) * (1 + len(v.prefixes)); n > MaxAlternatives {
-		return nil, fmt.Errorf("reqsign: %d authority and prefix combinations, at most %d", n, MaxAlternatives)
+		return nil, &OptionsError{Detail: fmt.Sprintf("%d authority and prefix combinations, at most %d", n, MaxAlternatives)}
 	}
 	perKey, total := opts.PerKey, opts.Total
 	if perKey <= 0 {
@@ -97,7 +98,7 @@ func (v *Verifier) Verify(r *http.Request, body []byte, now time.Time) (identity
 // VerifyHash checks the signature of r, whose body has the SHA-256 sum, at
 // now, and returns the key that signed it. In order it refuses: missing or
 // malformed headers ([ErrMissing], [ErrMalformed], as a [*HeaderError]); a
-// time outside the window ([ErrStale], [ErrFuture]); a signature that
+// time outside the window ([ErrStale], [ErrFuture], as a [*TimeError]); a signature that
 // verifies for none of the accepted authorities and targets
 // ([ErrBadSignature]); a nonce already seen ([ErrReplay]) or a key whose
 // share of the nonce memory is full ([ErrShareFull]). Only a request whose
@@ -115,10 +116,10 @@ func (v *Verifier) VerifyHash(r *http.Request, sum [32]byte, now time.Time) (ide
 	// back must not revive a request whose nonce is gone.
 	latest := v.nonces.advance(nowMS)
 	if h.TimeMS > nowMS && h.TimeMS-nowMS > uint64(MaxFuture.Milliseconds()) {
-		return none, fmt.Errorf("%w: %d ms ahead of the relay's clock, at most %d", ErrFuture, h.TimeMS-nowMS, MaxFuture.Milliseconds())
+		return none, &TimeError{Err: ErrFuture, Detail: fmt.Sprintf("%d ms ahead of the relay's clock, at most %d", h.TimeMS-nowMS, MaxFuture.Milliseconds())}
 	}
 	if h.TimeMS < latest && latest-h.TimeMS > uint64(MaxPast.Milliseconds()) {
-		return none, fmt.Errorf("%w: %d ms behind the relay's clock, at most %d", ErrStale, latest-h.TimeMS, MaxPast.Milliseconds())
+		return none, &TimeError{Err: ErrStale, Detail: fmt.Sprintf("%d ms behind the relay's clock, at most %d", latest-h.TimeMS, MaxPast.Milliseconds())}
 	}
 	if !v.verifies(r, &h, sum) {
 		return none, ErrBadSignature

@@ -2,7 +2,7 @@
 // NATS JetStream key-value bucket beside the queue stream of a
 // [nats.Store], so that every bus process on the stream sees the same
 // roster in the same order. It knows nothing of what a record means: the
-// bus (package bus) writes and reads them.
+// bus's roster (package roster) writes and reads them.
 package rosterlog
 
 import (

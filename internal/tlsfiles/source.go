@@ -64,7 +64,8 @@ func stampOf(path string) fileStamp {
 }
 
 // Load reads the certificate chain in certFile and its private key in
-// keyFile (PEM). It fails when either cannot be read or they do not match.
+// keyFile (PEM). It fails with a [*PairError] when either cannot be read
+// or they do not match.
 func Load(certFile, keyFile string, opts *Options) (*Source, error) {
 	var o Options
 	if opts != nil {
@@ -95,9 +96,25 @@ func Load(certFile, keyFile string, opts *Options) (*Source, error) {
 func (s *Source) load() (*tls.Certificate, error) {
 	c, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("tlsfiles: certificate %s with key %s: %v", s.certFile, s.keyFile, err)
+		return nil, &PairError{CertFile: s.certFile, KeyFile: s.keyFile, Err: err}
 	}
 	return &c, nil
+}
+
+// PairError reports a certificate and key pair that cannot be loaded: a
+// file that cannot be read or is not PEM, or a key that does not match the
+// certificate.
+type PairError struct {
+	CertFile, KeyFile string
+	Err               error // what crypto/tls said
+}
+
+func (e *PairError) Error() string { return "tlsfiles: " + e.Reason() }
+
+// Reason returns the error's message without the package's "tlsfiles: "
+// prefix, for a command that names the files in its own error line.
+func (e *PairError) Reason() string {
+	return fmt.Sprintf("certificate %s with key %s: %v", e.CertFile, e.KeyFile, e.Err)
 }
 
 // GetCertificate returns the current certificate, after reloading it if

@@ -3,6 +3,7 @@ package tlsfiles
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -187,6 +188,13 @@ func TestLoadFailsPlainly(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), pair[0]) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %q does not name the certificate file on one line", name, err)
+		}
+		// The command that loads the pair says what is wrong in its own
+		// words: the reason, without the package's prefix.
+		pe, ok := errors.AsType[*PairError](err)
+		if !ok || pe.CertFile != pair[0] || pe.KeyFile != pair[1] || pe.Err == nil ||
+			err.Error() != "tlsfiles: "+pe.Reason() || !strings.HasPrefix(pe.Reason(), "certificate "+pair[0]+" with key "+pair[1]+": ") {
+			t.Errorf("%s: err = %#v (%v), want a *PairError naming both files", name, err, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package bus
+package roster
 
 import (
 	"encoding/json"
@@ -10,17 +10,17 @@ import (
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// RosterLog keeps a roster that several buses share, as a log of changes
-// that every bus applies in the same order ([store.NATSRoster] is one, a
-// JetStream key-value bucket). Set it in [Options.RosterLog].
+// Log keeps a roster that several buses share, as a log of changes that
+// every bus applies in the same order (package rosterlog keeps one in a
+// JetStream key-value bucket).
 //
-// A bus with a RosterLog writes every announcement and removal to the log
+// A bus with a Log writes every announcement and removal to the log
 // and serves /roster from a local copy that only the log's changes touch.
 // The copy follows the same rules as a bus's own roster (the bounds, the
 // order of refreshes, which entry gives way), and since every bus applies
 // the same changes in the same order, with the receipt time each change
 // carries, every bus's copy ends up the same.
-type RosterLog interface {
+type Log interface {
 	// Put stores value as the record of key and returns its revision,
 	// its place in the log: higher than every earlier revision.
 	Put(key string, value []byte) (rev uint64, err error)
@@ -48,8 +48,8 @@ const sharedWait = 5 * time.Second
 // for the bus that wrote them to drop.
 const sharedEvictions = 256
 
-// sharedRoster keeps the roster in a [RosterLog] and serves it from local,
-// the bus's own roster, which only apply changes.
+// Shared keeps a roster in a [Log] and serves it from a local [Roster],
+// which only the log's changes touch. Make it with [Share].
 //
 // A record's value is the receipt time in Unix milliseconds, a space and
 // the announcement's fields. Applying a record prunes with that time
@@ -60,9 +60,9 @@ const sharedEvictions = 256
 // wrote the record drops them; a bus that starts later reads only what the
 // log holds, so an entry left behind (its writer died first) can show on
 // that bus alone until it expires, is refreshed or gives way.
-type sharedRoster struct {
-	log    RosterLog
-	local  *roster
+type Shared struct {
+	log    Log
+	local  *Roster
 	logger *slog.Logger
 	end    func() // stops the watch
 
@@ -73,9 +73,11 @@ type sharedRoster struct {
 	order    []uint64            // guarded by mu; the keys of evicted, oldest first
 }
 
-// newSharedRoster starts watching log into local, which must be empty.
-func newSharedRoster(local *roster, log RosterLog, logger *slog.Logger) *sharedRoster {
-	sr := &sharedRoster{
+// Share starts watching log into local, which must be empty, and returns
+// the shared roster that writes to log. Its warnings go to logger, which
+// must not be nil. Stop the watch with [Shared.Stop].
+func Share(local *Roster, log Log, logger *slog.Logger) *Shared {
+	sr := &Shared{
 		log:      log,
 		local:    local,
 		logger:   logger,
@@ -86,8 +88,8 @@ func newSharedRoster(local *roster, log RosterLog, logger *slog.Logger) *sharedR
 	return sr
 }
 
-// stop ends the watch; the local copy stays as it is.
-func (sr *sharedRoster) stop() { sr.end() }
+// Stop ends the watch; the local copy stays as it is.
+func (sr *Shared) Stop() { sr.end() }
 
 // rosterRecord returns the value that carries an announcement received at
 // at.
@@ -123,17 +125,17 @@ func parseRosterRecord(value []byte) (at int64, fields []byte, ok bool) {
 }
 
 // apply applies one change of the log to the local copy.
-func (sr *sharedRoster) apply(rev uint64, key string, value []byte) {
-	var gone []*rosterEntry
+func (sr *Shared) apply(rev uint64, key string, value []byte) {
+	var gone []*Entry
 	switch at, fields, ok := parseRosterRecord(value); {
 	case value == nil:
-		sr.local.remove(key)
+		sr.local.Remove(key)
 	case !ok:
 		sr.logger.Warn("roster record is not an announcement; ignored", "route", key, "revision", rev)
 	default:
 		// The record's own time, not the local clock, decides what
 		// has expired, so that every bus prunes alike.
-		gone, _ = sr.local.put(&rosterEntry{key: key, fields: fields, at: at, rev: rev}, at)
+		gone, _ = sr.local.put(&Entry{key: key, fields: fields, at: at, rev: rev}, at)
 	}
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -159,7 +161,7 @@ func (sr *sharedRoster) apply(rev uint64, key string, value []byte) {
 // await waits until the change of revision rev is applied, for at most
 // [sharedWait] or until done is closed, and returns the revisions that
 // gave way to it. It reports false when it stopped waiting first.
-func (sr *sharedRoster) await(rev uint64, done <-chan struct{}) (evicted []uint64, seen bool) {
+func (sr *Shared) await(rev uint64, done <-chan struct{}) (evicted []uint64, seen bool) {
 	timer := time.NewTimer(sharedWait)
 	defer timer.Stop()
 	for {
@@ -182,10 +184,10 @@ func (sr *sharedRoster) await(rev uint64, done <-chan struct{}) (evicted []uint6
 	}
 }
 
-// announce writes a, received at at, to the log and waits until the local
+// Announce writes a, received at at (Unix ms), to the log and waits until the local
 // copy has it. This bus wrote the record, so it also drops from the log
 // the entries that gave way to it, which every bus has evicted already.
-func (sr *sharedRoster) announce(a wire.Announce, at int64, done <-chan struct{}) error {
+func (sr *Shared) Announce(a wire.Announce, at int64, done <-chan struct{}) error {
 	rev, err := sr.log.Put(a.Key, rosterRecord(at, a.Fields))
 	if err != nil {
 		return err
@@ -202,12 +204,12 @@ func (sr *sharedRoster) announce(a wire.Announce, at int64, done <-chan struct{}
 	return nil
 }
 
-// unregister writes the removal of key to the log and waits until the
+// Unregister writes the removal of key to the log and waits until the
 // local copy has applied it. The removal is written even when the copy
 // has no entry for key: the announcement may have gone through another bus
 // and not be applied here yet, and it must not outlive a removal that
 // came after it.
-func (sr *sharedRoster) unregister(key string, done <-chan struct{}) error {
+func (sr *Shared) Unregister(key string, done <-chan struct{}) error {
 	rev, err := sr.log.Delete(key)
 	if err != nil {
 		return err

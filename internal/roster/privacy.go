@@ -1,4 +1,4 @@
-package bus
+package roster
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"github.com/interlink-go/interlink/internal/wire"
 )
 
-// entryPrivacy is what a bus that requires signatures ([AuthRequired])
+// entryPrivacy is what a bus that requires signatures
 // serves of one roster entry, per requester. It is derived from the
 // entry's fields alone, the first time a listing needs it, so an entry
 // that came through a shared roster from another bus is served by the
@@ -31,7 +31,7 @@ type entryPrivacy struct {
 }
 
 // privacyOf returns the privacy view of e, deriving it on first use.
-func privacyOf(e *rosterEntry) *entryPrivacy {
+func privacyOf(e *Entry) *entryPrivacy {
 	if v := e.priv.Load(); v != nil {
 		return v
 	}
@@ -89,3 +89,9 @@ func (v *entryPrivacy) fieldsFor(requester *identity.PublicKey) ([]byte, uint64)
 	}
 	return v.public, v.publicSum
 }
+
+// Public returns the fields of the entry's public variant, which a bus
+// that requires signatures serves to everyone but the entry's own key and
+// its readers: nil unless the entry carries a verified privacy extension
+// that makes it discoverable.
+func (e *Entry) Public() []byte { return privacyOf(e).public }

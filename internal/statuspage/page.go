@@ -1,4 +1,4 @@
-package bus
+package statuspage
 
 import (
 	"bytes"
@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/interlink-go/interlink/internal/roster"
 	"github.com/interlink-go/interlink/internal/untrusted"
 	"github.com/interlink-go/interlink/internal/wire"
 )
@@ -24,15 +27,15 @@ const statusLive = 90 * time.Second
 const statusRefresh = 10 * time.Second
 
 // statusSessionLimit bounds the sessions listed on the page; the roster
-// holds up to [RosterCap], which no one reads on a page.
+// holds up to [roster.Cap], which no one reads on a page.
 const statusSessionLimit = 500
 
 //go:embed status.html
 var statusHTML string
 
-// statusPage is the template of GET /. html/template escapes every value
-// by its context, so a roster name can be anything and still only ever
-// be text.
+// statusPage is the template of the page. html/template escapes every
+// value by its context, so a roster name can be anything and still only
+// ever be text.
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago": func(d time.Duration) string { return ago(d) },
 }).Parse(statusHTML))
@@ -64,39 +67,106 @@ type statusSession struct {
 	Age         time.Duration
 }
 
-// statusPageAge is how long a rendered status page is served again before
-// the next request renders it anew. People read the page, which reloads
-// itself every [statusRefresh]; a second's delay is nothing to them, and
-// however often clients ask, the bus renders it at most about once a
-// second.
-const statusPageAge = time.Second
+// PageAge is how long a rendered page is served again before the next
+// request renders it anew. People read the page, which reloads itself
+// every ten seconds; a second's delay is nothing to them, and however
+// often clients ask, the bus renders it at most about once a second.
+const PageAge = time.Second
 
-// renderedPage is a status page and the wall-clock time it was rendered.
+// renderedPage is a page and the wall-clock time it was rendered.
 type renderedPage struct {
 	at   time.Time
 	body []byte
 }
 
-// status serves GET /: a page for people, rendered on the server, that
-// reloads itself. It shows the sessions of the roster, the queue totals
-// and the message rates of the last ten minutes: no more about sessions
-// than /roster tells the same clients.
+// Counts are the queue figures the page shows, as the bus reads them at
+// one moment.
+type Counts struct {
+	// Parked is the number of long-polls waiting for a message.
+	Parked int
+	// Routes and Queued are the routes with messages and the messages
+	// the store holds; valid only when Totals is true.
+	Routes, Queued int
+	Totals         bool
+}
+
+// Options are the settings of [New]; Roster and Counts are required.
+type Options struct {
+	// Version, if set, names the bus's version on the page.
+	Version string
+	// Now is the wall clock. Nil means [time.Now].
+	Now func() time.Time
+	// Roster is the roster whose sessions the page lists.
+	Roster *roster.Roster
+	// Private is set for a bus that requires signed requests: the page,
+	// which is open to all, then shows what an unsigned /roster shows,
+	// the public variants of discoverable sessions and nothing else.
+	Private bool
+	// Counts reads the bus's queue figures when the page is rendered.
+	Counts func() Counts
+}
+
+// Page is the status page of one bus. Make it with [New]; it is safe for
+// concurrent use.
+type Page struct {
+	// Fixed at creation.
+	version string
+	now     func() time.Time
+	started time.Time // for the uptime
+	roster  *roster.Roster
+	private bool
+	counts  func() Counts
+
+	rates rates                        // atomic
+	last  atomic.Pointer[renderedPage] // the page last rendered
+
+	mu    sync.Mutex
+	views map[*roster.Entry]*statusSession // guarded by mu; see view
+}
+
+// New returns the page of a bus that starts now.
+func New(opts Options) *Page {
+	p := &Page{
+		version: opts.Version,
+		now:     opts.Now,
+		roster:  opts.Roster,
+		private: opts.Private,
+		counts:  opts.Counts,
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	p.started = p.now()
+	return p
+}
+
+// Stored counts a message stored at ms (Unix ms) for the chart.
+func (p *Page) Stored(ms int64) { p.rates.addStored(ms) }
+
+// Delivered counts a message handed out at ms (Unix ms) for the chart.
+func (p *Page) Delivered(ms int64) { p.rates.addDelivered(ms) }
+
+// Serve answers a GET or HEAD request with the page: rendered on the
+// server, reloading itself, showing the sessions of the roster, the queue
+// figures and the message rates of the last ten minutes, and no more about
+// sessions than /roster tells the same clients. It returns an error, and
+// writes nothing, only when the page does not render.
 //
 // What it costs does not grow with the roster beyond the sessions it
 // lists: each roster entry is read for the page once, the first time the
-// page lists it ([statusView]), and a rendered page is served again for
-// [statusPageAge].
-func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	now := s.now()
-	page := s.page.Load()
+// page lists it ([Page.view]), and a rendered page is served again for
+// [PageAge].
+func (p *Page) Serve(w http.ResponseWriter, r *http.Request) error {
+	now := p.now()
+	page := p.last.Load()
 	// A page from the future (the wall clock went back) is stale too.
-	if page == nil || now.Before(page.at) || now.Sub(page.at) >= statusPageAge {
-		body, err := s.renderStatus(now)
+	if page == nil || now.Before(page.at) || now.Sub(page.at) >= PageAge {
+		body, err := p.render(now)
 		if err != nil {
 			return err
 		}
 		page = &renderedPage{at: now, body: body}
-		s.page.Store(page)
+		p.last.Store(page)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -111,39 +181,37 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// renderStatus renders the status page as it is at now.
-func (s *Server) renderStatus(now time.Time) ([]byte, error) {
+// render renders the page as it is at now.
+func (p *Page) render(now time.Time) ([]byte, error) {
 	ms := max(now.UnixMilli(), 0)
-	st := s.Stats()
+	c := p.counts()
 	d := statusData{
-		Version: s.version,
-		Uptime:  ago(now.Sub(s.started)),
+		Version: p.version,
+		Uptime:  ago(now.Sub(p.started)),
 		Refresh: int(statusRefresh.Seconds()),
-		Parked:  st.Parked,
-		Totals:  st.Totals,
-		Routes:  st.Routes,
-		Queued:  st.Queued,
-		Chart:   newChart(s.rates.series(ms)),
+		Parked:  c.Parked,
+		Totals:  c.Totals,
+		Routes:  c.Routes,
+		Queued:  c.Queued,
+		Chart:   newChart(p.rates.series(ms)),
 	}
 	// The entries not expired, with their ages, the most recently seen
 	// first, which puts the live ones first. Only those listed are read.
 	type aged struct {
-		e *rosterEntry
-		a int64
+		e *roster.Entry
+		a time.Duration
 	}
-	live := func(x aged) bool { return time.Duration(x.a)*time.Millisecond < statusLive }
-	items := s.roster.snapshot().items
-	list := make([]aged, 0, len(items))
-	private := s.guard.mode == AuthRequired
-	for _, it := range items {
+	snap := p.roster.Snapshot()
+	list := make([]aged, 0, snap.Len())
+	for e := range snap.All() {
 		// A bus that requires signatures shows the page, which is open
 		// to all, what it shows an unsigned /roster: public variants.
-		if private && privacyOf(it.entry).public == nil {
+		if p.private && e.Public() == nil {
 			continue
 		}
-		if a := age(it.at, ms); a < rosterRetainMs {
-			list = append(list, aged{it.entry, a})
-			if live(list[len(list)-1]) {
+		if a := e.Age(ms); a < roster.Retention {
+			list = append(list, aged{e, a})
+			if a < statusLive {
 				d.Live++
 			}
 		}
@@ -153,38 +221,43 @@ func (s *Server) renderStatus(now time.Time) ([]byte, error) {
 		d.Omitted = len(list) - statusSessionLimit
 		list = list[:statusSessionLimit]
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	views := make(map[*roster.Entry]*statusSession, len(list))
 	d.Sessions = make([]statusSession, len(list))
 	for i, x := range list {
-		ss := *statusView(x.e, private)
-		ss.Age = time.Duration(x.a) * time.Millisecond
-		ss.Live = live(x)
+		v := p.view(x.e)
+		views[x.e] = v
+		ss := *v
+		ss.Age = x.a
+		ss.Live = x.a < statusLive
 		d.Sessions[i] = ss
 	}
+	p.views = views
 	var buf bytes.Buffer
 	if err := statusPage.Execute(&buf, d); err != nil {
-		return nil, fmt.Errorf("%w: status page: %v", errStorage, err)
+		return nil, fmt.Errorf("status page: %v", err)
 	}
 	return buf.Bytes(), nil
 }
 
-// statusView returns the fields of e's announcement as the page shows
-// them, without its age. They are read and cleaned the first time the page
-// lists e, then kept with it: an entry never changes, a refresh makes a
-// new one.
+// view returns the fields of e's announcement as the page shows them,
+// without its age. They are read and cleaned the first time the page
+// lists e, then kept while the page lists it: an entry never changes, a
+// refresh makes a new one. p.mu must be held.
 //
-// With public set (a bus that requires signatures, which never changes
-// its mode) the view is of the entry's public variant, which must exist.
-func statusView(e *rosterEntry, public bool) *statusSession {
-	if v := e.view.Load(); v != nil {
+// On a bus that requires signatures (which never changes its mode) the
+// view is of the entry's public variant, which must exist.
+func (p *Page) view(e *roster.Entry) *statusSession {
+	if v := p.views[e]; v != nil {
 		return v
 	}
-	fields := e.fields
-	if public {
-		fields = privacyOf(e).public
+	fields := e.Fields()
+	if p.private {
+		fields = e.Public()
 	}
 	v := statusEntry(fields)
-	e.view.CompareAndSwap(nil, &v)
-	return e.view.Load()
+	return &v
 }
 
 // statusEntry reads the fields of one stored announcement for the page.
