@@ -7,7 +7,6 @@ import (
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
-	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/identity"
 )
@@ -30,7 +29,7 @@ import (
 // is.
 func BenchmarkReceiptStages(b *testing.B) {
 	alice, bob := agenttest.Pair(b)
-	url := bustest.Start(b, nil)
+	url := unlimitedBus(b)
 	a := agenttest.Start(b, alice, "a1", []string{url}, &agenttest.Options{NoSink: true})
 	committed := make(chan string, 1)
 	bn := agenttest.Start(b, bob, "b1", []string{url}, &agenttest.Options{NoSink: true, Edit: func(c *agent.Config) {

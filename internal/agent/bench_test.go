@@ -3,17 +3,63 @@ package agent_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/agent/agenttest"
+	"github.com/interlink-go/interlink/internal/bus"
+	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/keylimit"
 	"github.com/interlink-go/interlink/internal/mailbox"
 )
+
+// unlimitedBus starts a bus for a benchmark that times messages: its
+// per-key and per-address limits are far above any rate the benchmark
+// reaches, since a send held back by them waits a second and the figures
+// would measure the limit. A request the bus still refuses with 429
+// fails the benchmark when it ends.
+func unlimitedBus(b *testing.B) string {
+	b.Helper()
+	fast := keylimit.Rate{Every: time.Nanosecond, Burst: 1 << 30}
+	var limited atomic.Int64
+	b.Cleanup(func() {
+		if n := limited.Load(); n > 0 {
+			b.Errorf("the bus refused %d requests for its rate limits; the figures measure the limit", n)
+		}
+	})
+	return bustest.Start(b, &bustest.Options{
+		Limits: &bus.Limits{Sends: fast, RosterUpdates: fast, Unsigned: fast},
+		Wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				h.ServeHTTP(statusWatcher{ResponseWriter: w, limited: &limited}, r)
+			})
+		},
+	})
+}
+
+// statusWatcher counts the answers with status 429.
+type statusWatcher struct {
+	http.ResponseWriter
+	limited *atomic.Int64
+}
+
+func (s statusWatcher) WriteHeader(code int) {
+	if code == http.StatusTooManyRequests {
+		s.limited.Add(1)
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the writer's own methods
+// (flushing a long poll, its deadlines).
+func (s statusWatcher) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // BenchmarkSendToCommit measures one message from alice's send_message call
 // (in-process MCP client) to its commit in bob's mailbox, through a real
@@ -31,7 +77,7 @@ import (
 // each, and read/empty, the ratio of their means.
 func BenchmarkSendToCommit(b *testing.B) {
 	const prefill = 4000
-	url := agenttest.StartBus(b)
+	url := unlimitedBus(b)
 	alice, bob := agenttest.Pair(b)
 	a := agenttest.Start(b, alice, "a1", []string{url}, &agenttest.Options{NoSink: true})
 	type side struct {

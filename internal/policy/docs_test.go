@@ -2,6 +2,8 @@ package policy
 
 import (
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,7 +35,7 @@ func TestDocumentedNameExamples(t *testing.T) {
 		toFinger  = "a claimed name listed under its fingerprint"
 		claimable = "a claimed name kept as the petname"
 	)
-	for _, tc := range []struct {
+	examples := []struct {
 		doc, shown, name, outcome, other string
 	}{
 		{doc: peers, shown: "bob laptop", outcome: fine},
@@ -71,7 +73,24 @@ func TestDocumentedNameExamples(t *testing.T) {
 		{doc: discovery, shown: "bob-desk", outcome: claimable},
 		{doc: security, shown: "Interlinĸ", outcome: reserved},
 		{doc: security, shown: "rnike", other: "mike", outcome: beside},
-	} {
+		{doc: security, shown: "rn", other: "m", outcome: beside},
+		{doc: security, shown: "i", name: "ali", other: "all", outcome: apart}, // a small i apart from a small l
+		{doc: security, shown: "l", name: "all", other: "ali", outcome: apart},
+		{doc: security, shown: "ĸ", other: "k", outcome: apart},
+		{doc: security, shown: "cl", other: "d", outcome: apart},
+		{doc: security, shown: "vv", other: "w", outcome: apart},
+	}
+	// What SECURITY.md leaves out of scope is a claim about the code: every
+	// example its look-alike paragraph there shows has a row above, so a
+	// look-alike the code refuses cannot be listed as one that passes.
+	for _, shown := range outOfScopeLookAlikes(t, docs[security]) {
+		if !slices.ContainsFunc(examples, func(e struct{ doc, shown, name, outcome, other string }) bool {
+			return e.doc == security && (e.shown == shown || e.other == shown)
+		}) {
+			t.Errorf("SECURITY.md's out-of-scope look-alikes show `%s`, which no row of this table checks", shown)
+		}
+	}
+	for _, tc := range examples {
 		name := tc.name
 		if name == "" {
 			name = tc.shown
@@ -102,4 +121,29 @@ func TestDocumentedNameExamples(t *testing.T) {
 			t.Errorf("%s: %q (%+q) is not %s%s", tc.doc, name, name, tc.outcome, map[bool]string{true: " " + tc.other, false: ""}[tc.other != ""])
 		}
 	}
+}
+
+// outOfScopeLookAlikes returns what the look-alike paragraph of
+// SECURITY.md's "Out of scope" shows in backticks.
+func outOfScopeLookAlikes(t *testing.T, doc string) []string {
+	t.Helper()
+	_, scope, ok := strings.Cut(doc, "\n## Out of scope\n")
+	if !ok {
+		t.Fatal("SECURITY.md has no section \"Out of scope\"")
+	}
+	scope, _, _ = strings.Cut(scope, "\n## ")
+	var para string
+	for p := range strings.SplitSeq(scope, "\n- ") {
+		if strings.HasPrefix(p, "**Look-alike") {
+			para = p
+		}
+	}
+	if para == "" {
+		t.Fatal("SECURITY.md's \"Out of scope\" has no item on look-alike letters")
+	}
+	var shown []string
+	for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(para, -1) {
+		shown = append(shown, m[1])
+	}
+	return shown
 }
