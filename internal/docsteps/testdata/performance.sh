@@ -90,6 +90,7 @@ interlink-bus bench --mode roundtrip --fill-routes 10000 --fill-msgs 1 --duratio
 interlink-bus bench --mode roundtrip --fill-routes 10000 --fill-msgs 10 --size 1024 --duration 60s --duration 300ms
 
 step "Hostile clients"
+go test -run='RosterFlood|Stalled|SlowBodies' -v ./internal/hostile
 go test -run='^$' -bench=BoltReopen -benchtime=20x ./internal/store/bolt -benchtime=1x
 
 step "NATS JetStream"
