@@ -4,12 +4,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/interlink-go/interlink/internal/agent"
 	"github.com/interlink-go/interlink/internal/bus/bustest"
 	"github.com/interlink-go/interlink/internal/delivery"
 	"github.com/interlink-go/interlink/internal/identity"
+	"github.com/interlink-go/interlink/internal/inbound"
 	"github.com/interlink-go/interlink/internal/inbox"
 	"github.com/interlink-go/interlink/internal/pairing"
 	"github.com/interlink-go/interlink/internal/testutil"
@@ -27,7 +30,9 @@ func TestKnockFloodsCostNothing(t *testing.T) {
 	url := bustest.Start(t, nil)
 	victim := newParty(t)
 	var box *inbox.Inbox
+	clk := &heldClock{}
 	v := start(t, victim, "v1", url, &nodeOpts{edit: func(c *agent.Config, root string) {
+		c.Timing.Now = clk.now
 		var err error
 		if box, err = inbox.Open(root, c.Session); err != nil {
 			t.Fatal(err)
@@ -64,12 +69,17 @@ func TestKnockFloodsCostNothing(t *testing.T) {
 		t.Errorf("the flooding key caused %d notices, want 1", n)
 	}
 
-	// Two hundred fresh keys, one knock each.
+	// Two hundred fresh keys, one knock each. The victim's clock stands
+	// still meanwhile, so that however slowly the machine takes them, all
+	// their drops fall within one notice's gathering delay; it moves on
+	// past the delay once they are all handled.
+	clk.hold()
 	for i := range 200 {
 		s := newStranger(testutil.NumberedSigner(t, 5000+i))
 		post(t, url, v.route(), s.sign(t, victim.key(), identity.KindPairRequest, "fresh", nil))
 	}
 	drained(t, url, v.route())
+	clk.release(inbound.DroppedNoticeDelay)
 	st = pendingRequests(t, v)
 	if len(st) != pairing.InboundCap || countKey(st, eve.signer.Public()) != 1 || countKey(st, flooder.signer.Public()) != 1 {
 		t.Errorf("%d pending requests (eve's: %d, the flooder's: %d), want %d with both kept",
@@ -113,6 +123,37 @@ func TestKnockFloodsCostNothing(t *testing.T) {
 	if fi, err := os.Stat(box.Path()); err != nil || fi.Size() != 0 {
 		t.Errorf("after the listener showed every record the inbox holds %v bytes (%v), want 0", fi.Size(), err)
 	}
+}
+
+// heldClock is the real clock until hold, then the instant of hold until
+// release, then the real clock moved on by release's extra time.
+type heldClock struct {
+	mu     sync.Mutex
+	held   time.Time     // guarded by mu: zero when not held
+	offset time.Duration // guarded by mu
+}
+
+func (c *heldClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held.IsZero() {
+		return c.held
+	}
+	return time.Now().Add(c.offset)
+}
+
+func (c *heldClock) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = time.Now().Add(c.offset)
+}
+
+// release lets the clock run again from the held instant plus extra.
+func (c *heldClock) release(extra time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset = c.held.Add(extra).Sub(time.Now())
+	c.held = time.Time{}
 }
 
 func pendingRequests(t testing.TB, v *node) []pairing.Request {
