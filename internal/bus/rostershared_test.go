@@ -4,96 +4,19 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/interlink-go/interlink/internal/roster/rostertest"
 	natsstore "github.com/interlink-go/interlink/internal/store/nats"
 )
 
-// memLog is a [roster.Log] in memory that applies every change to every
-// watch at once, in one order, as a JetStream bucket does more slowly.
-type memLog struct {
-	mu      sync.Mutex
-	rev     uint64                               // guarded by mu
-	records map[string]memRecord                 // guarded by mu; the last of each key
-	watches map[int]func(uint64, string, []byte) // guarded by mu
-	nextID  int                                  // guarded by mu
-	putErr  error                                // guarded by mu; returned by Put when set
-}
-
-type memRecord struct {
-	rev   uint64
-	value []byte // nil: a removal
-}
-
-func newMemLog() *memLog {
-	return &memLog{records: make(map[string]memRecord), watches: make(map[int]func(uint64, string, []byte))}
-}
-
-func (l *memLog) write(key string, value []byte) uint64 {
-	l.rev++
-	l.records[key] = memRecord{rev: l.rev, value: value}
-	for _, apply := range l.watches {
-		apply(l.rev, key, value)
-	}
-	return l.rev
-}
-
-func (l *memLog) Put(key string, value []byte) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.putErr != nil {
-		return 0, l.putErr
-	}
-	return l.write(key, append(make([]byte, 0, len(value)), value...)), nil
-}
-
-func (l *memLog) Delete(key string) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.write(key, nil), nil
-}
-
-func (l *memLog) Drop(rev uint64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, r := range l.records {
-		if r.rev == rev {
-			delete(l.records, k)
-		}
-	}
-	return nil
-}
-
-func (l *memLog) Watch(apply func(uint64, string, []byte)) func() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	keys := make([]string, 0, len(l.records))
-	for k := range l.records {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return int(l.records[a].rev) - int(l.records[b].rev) })
-	for _, k := range keys {
-		apply(l.records[k].rev, k, l.records[k].value)
-	}
-	id := l.nextID
-	l.nextID++
-	l.watches[id] = apply
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		delete(l.watches, id)
-	}
-}
-
 // newSharedHarness returns a harness on a fake store whose roster is kept
 // in log.
-func newSharedHarness(tb testing.TB, log *memLog) *harness {
+func newSharedHarness(tb testing.TB, log *rostertest.Log) *harness {
 	tb.Helper()
 	st := newFakeStore(0)
 	h := &harness{tb: tb, st: st, clock: newFakeClock(), logs: &logRecorder{}}
@@ -122,7 +45,7 @@ func TestSharedRosterAnswersTheGoldenExchanges(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			replayGolden(t, file, newSharedHarness(t, newMemLog()))
+			replayGolden(t, file, newSharedHarness(t, rostertest.New()))
 		})
 	}
 }
@@ -162,7 +85,7 @@ func replayGolden(t *testing.T, file string, h *harness) {
 // Buses on one log list the same roster, whichever bus each change went
 // through, and a bus that starts later lists it too.
 func TestSharedRosterIsTheSameOnEveryBus(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	a, b := newSharedHarness(t, log), newSharedHarness(t, log)
 	a.announce(`{"pubkey":"k1","session":{"session_id":"s"},"name":"one"}`)
 	b.announce(`{"pubkey":"k2","name":"two"}`)
@@ -189,11 +112,9 @@ func TestSharedRosterIsTheSameOnEveryBus(t *testing.T) {
 // A log that fails makes /announce answer 500, and the roster stays as it
 // was.
 func TestSharedRosterFailingLog(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	h := newSharedHarness(t, log)
-	log.mu.Lock()
-	log.putErr = natsstore.ErrUnreachable
-	log.mu.Unlock()
+	log.FailPuts(natsstore.ErrUnreachable)
 	rec := h.do(http.MethodPost, "/announce", `{"pubkey":"k"}`)
 	if rec.Code != http.StatusInternalServerError || rec.Body.String() != `{"error":"storage error"}` {
 		t.Fatalf("announce with a failing log: %d %s", rec.Code, rec.Body)

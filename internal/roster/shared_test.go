@@ -8,87 +8,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/interlink-go/interlink/internal/roster/rostertest"
 )
-
-// memLog is a [Log] in memory that applies every change to every
-// watch at once, in one order, as a JetStream bucket does more slowly.
-type memLog struct {
-	mu      sync.Mutex
-	rev     uint64                               // guarded by mu
-	records map[string]memRecord                 // guarded by mu; the last of each key
-	watches map[int]func(uint64, string, []byte) // guarded by mu
-	nextID  int                                  // guarded by mu
-	putErr  error                                // guarded by mu; returned by Put when set
-	writes  int                                  // guarded by mu; Put and Delete calls that changed the log
-	dropped []uint64                             // guarded by mu; what Drop removed
-}
-
-type memRecord struct {
-	rev   uint64
-	value []byte // nil: a removal
-}
-
-func newMemLog() *memLog {
-	return &memLog{records: make(map[string]memRecord), watches: make(map[int]func(uint64, string, []byte))}
-}
-
-func (l *memLog) write(key string, value []byte) uint64 {
-	l.rev++
-	l.writes++
-	l.records[key] = memRecord{rev: l.rev, value: value}
-	for _, apply := range l.watches {
-		apply(l.rev, key, value)
-	}
-	return l.rev
-}
-
-func (l *memLog) Put(key string, value []byte) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.putErr != nil {
-		return 0, l.putErr
-	}
-	return l.write(key, append(make([]byte, 0, len(value)), value...)), nil
-}
-
-func (l *memLog) Delete(key string) (uint64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.write(key, nil), nil
-}
-
-func (l *memLog) Drop(rev uint64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, r := range l.records {
-		if r.rev == rev {
-			delete(l.records, k)
-			l.dropped = append(l.dropped, rev)
-		}
-	}
-	return nil
-}
-
-func (l *memLog) Watch(apply func(uint64, string, []byte)) func() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	keys := make([]string, 0, len(l.records))
-	for k := range l.records {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int { return int(l.records[a].rev) - int(l.records[b].rev) })
-	for _, k := range keys {
-		apply(l.records[k].rev, k, l.records[k].value)
-	}
-	id := l.nextID
-	l.nextID++
-	l.watches[id] = apply
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		delete(l.watches, id)
-	}
-}
 
 // logRecorder is a slog handler that keeps the messages of its records.
 type logRecorder struct {
@@ -140,7 +62,7 @@ func listing(tb testing.TB, local *Roster, now int64) string {
 // one shared roster is in its own copy when Announce returns, and every
 // copy, a later one included, lists the same; a removal likewise.
 func TestSharedAnnouncementIsListedOnEveryCopy(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	a, localA, _ := share(t, log)
 	_, localB, _ := share(t, log)
 	done := make(chan struct{})
@@ -167,7 +89,7 @@ func TestSharedAnnouncementIsListedOnEveryCopy(t *testing.T) {
 // the shared roster that wrote the newcomer drops it from the log, so that
 // a copy made later does not hold it either.
 func TestSharedRosterEvictsAlikeOnEveryCopy(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	a, localA, _ := share(t, log)
 	b, localB, _ := share(t, log)
 	done := make(chan struct{})
@@ -180,9 +102,8 @@ func TestSharedRosterEvictsAlikeOnEveryCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	log.mu.Lock()
-	oldest := log.records["k00000"].rev
-	log.mu.Unlock()
+	oldestRec, _ := log.Record("k00000")
+	oldest := oldestRec.Rev
 	if err := a.Announce(announcement(t, `{"pubkey":"newcomer"}`), testEpoch+Cap, done); err != nil {
 		t.Fatal(err)
 	}
@@ -193,10 +114,8 @@ func TestSharedRosterEvictsAlikeOnEveryCopy(t *testing.T) {
 				local.Len(), local.Has("k00000"), local.Has("newcomer"))
 		}
 	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	if !slices.Equal(log.dropped, []uint64{oldest}) {
-		t.Errorf("dropped revisions %v, want %d (k00000)", log.dropped, oldest)
+	if dropped := log.Dropped(); !slices.Equal(dropped, []uint64{oldest}) {
+		t.Errorf("dropped revisions %v, want %d (k00000)", dropped, oldest)
 	}
 }
 
@@ -204,15 +123,13 @@ func TestSharedRosterEvictsAlikeOnEveryCopy(t *testing.T) {
 // log even for a key the local copy does not hold, since the announcement
 // may not have reached it yet and must not outlive a later removal.
 func TestSharedRosterWritesRemovalsOfUnseenKeys(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	sr, _, _ := share(t, log)
 	if err := sr.Unregister("k#s", make(chan struct{})); err != nil {
 		t.Fatal(err)
 	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	if r, ok := log.records["k#s"]; !ok || r.value != nil || log.writes != 1 {
-		t.Fatalf("log after the removal: %+v (%v), %d writes; want one removal of k#s", r, ok, log.writes)
+	if r, ok := log.Record("k#s"); !ok || r.Value != nil || log.Writes() != 1 {
+		t.Fatalf("log after the removal: %+v (%v), %d writes; want one removal of k#s", r, ok, log.Writes())
 	}
 }
 
@@ -220,7 +137,7 @@ func TestSharedRosterWritesRemovalsOfUnseenKeys(t *testing.T) {
 // that no bus wrote are not listed, and each is warned about: the roster's
 // JSON stays whole whatever another client of the log stored.
 func TestSharedRosterSkipsRecordsThatAreNotAnnouncements(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	_, local, logs := share(t, log)
 	for _, v := range []string{"", "1700000000000", "1700000000000 ", "x 1", "1700000000000 {}", `1700000000000 "a":1}`,
 		`1700000000000 "a":1,"b":[`, `01 "a":1`, `99999999999999999999 "a":1`, `-1 "a":1`} {
@@ -243,7 +160,7 @@ func TestSharedRosterSkipsRecordsThatAreNotAnnouncements(t *testing.T) {
 // ago is listed by no copy, and the next change prunes it on every copy
 // alike, by the time the change carries rather than the local clock.
 func TestSharedRosterExpiresByTheRecordsTime(t *testing.T) {
-	log := newMemLog()
+	log := rostertest.New()
 	sr, local, _ := share(t, log)
 	if _, err := log.Put("old", rosterRecord(testEpoch-retainMs, []byte(`"pubkey":"old"`))); err != nil {
 		t.Fatal(err)
