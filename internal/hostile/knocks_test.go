@@ -152,7 +152,7 @@ func (c *heldClock) hold() {
 func (c *heldClock) release(extra time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.offset = c.held.Add(extra).Sub(time.Now())
+	c.offset = time.Until(c.held.Add(extra))
 	c.held = time.Time{}
 }
 
