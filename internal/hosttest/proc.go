@@ -31,7 +31,12 @@ var (
 	binDir    string
 	buildOut  []byte
 	buildErr  error
+	borrowed  bool // binDir belongs to another run
 )
+
+// binEnv names a folder that holds the binaries already built, for a test
+// run that another one starts.
+const binEnv = "INTERLINK_HOSTTEST_BIN"
 
 // binaries builds interlink-bus and interlink-mcp without cgo, once per test
 // binary run, and returns the folder that holds them.
@@ -39,6 +44,10 @@ func binaries(t testing.TB) string {
 	t.Helper()
 	root := repoRoot(t)
 	buildOnce.Do(func() {
+		if dir := os.Getenv(binEnv); dir != "" {
+			binDir, borrowed = dir, true // built by the run that started this one
+			return
+		}
 		binDir, buildErr = os.MkdirTemp("", "interlink-hosttest-bin-")
 		if buildErr != nil {
 			return
@@ -59,7 +68,7 @@ func binaries(t testing.TB) string {
 
 // removeBinaries deletes what [binaries] built; TestMain calls it.
 func removeBinaries() {
-	if binDir != "" {
+	if binDir != "" && !borrowed {
 		os.RemoveAll(binDir)
 	}
 }
@@ -113,7 +122,7 @@ func start(t testing.TB, name string, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: cmd, stderr: &testutil.LockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("hosttest: start %s: %v", name, err)
 	}
