@@ -144,7 +144,7 @@ func (n *notifier) once(ctx context.Context) {
 		}
 	}
 	for {
-		err := n.mailbox.Finish(ctx, nt.ID, state)
+		_, err := n.mailbox.Finish(ctx, nt.ID, state)
 		if err == nil {
 			return
 		}

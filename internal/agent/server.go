@@ -78,7 +78,11 @@ func (a *Agent) newServer() (*server.MCPServer, *tools.Checker, error) {
 				return already, err
 			},
 			Session: tools.View(b, func(s *session.Session) *tools.CodexSession {
-				return &tools.CodexSession{Budget: s.Budget, Failed: s.Failed, Sink: s.Sink, Mailbox: s.Mailbox}
+				cs := &tools.CodexSession{Budget: s.Budget, Failed: s.Failed, Sink: s.Sink, Mailbox: s.Mailbox}
+				if s.Receipts != nil {
+					cs.Reached = s.Receipts.Reached
+				}
+				return cs
 			})}).Tools(),
 	}
 	var all []tools.Tool

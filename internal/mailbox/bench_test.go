@@ -129,7 +129,7 @@ func BenchmarkReserveQuiet4096(b *testing.B) {
 	if err != nil || n == nil {
 		b.Fatalf("first Reserve = %v, %v; want a notice", n, err)
 	}
-	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
+	if _, err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

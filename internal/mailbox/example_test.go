@@ -44,7 +44,7 @@ func ExampleMailbox() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := mb.Finish(context.Background(), n.ID, mailbox.StateHostQueued); err != nil {
+	if _, err := mb.Finish(context.Background(), n.ID, mailbox.StateHostQueued); err != nil {
 		log.Fatal(err)
 	}
 

@@ -175,7 +175,7 @@ func TestCorruptFileIsErrorAndUntouched(t *testing.T) {
 				"Acknowledge": func() error { _, err := f.mb.Acknowledge([]Receipt{receipt(m)}); return err },
 				"History":     func() error { _, err := f.mb.History("alice", 0, true); return err },
 				"Reserve":     func() error { _, err := f.mb.Reserve(bg); return err },
-				"Finish":      func() error { return f.mb.Finish(bg, "a", StateHostQueued) },
+				"Finish":      func() error { _, err := f.mb.Finish(bg, "a", StateHostQueued); return err },
 			}
 			for name, op := range ops {
 				if err := op(); !errors.Is(err, ErrCorrupt) {

@@ -660,7 +660,7 @@ func TestRestartRecovery(t *testing.T) {
 	if err != nil || n == nil {
 		t.Fatalf("Reserve = %v, %v", n, err)
 	}
-	if err := f.mb.Finish(bg, n.ID, StateHostQueued); err != nil {
+	if _, err := f.mb.Finish(bg, n.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	if c, err := f.mb.Acknowledge([]Receipt{receipt(m)}); err != nil || c != 1 {

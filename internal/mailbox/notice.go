@@ -137,13 +137,16 @@ func (m *Mailbox) ReserveSkipping(ctx context.Context, skip func(sender string) 
 // must be one of [StateInboxQueued], [StateNotificationSent],
 // [StateHostQueued] or [StateDeliveryFailed]. If id is still the current
 // notice, the notice and each of its messages that is still unread take
-// that state; otherwise a newer notice has replaced it (or it was cleared)
-// and Finish changes nothing.
-func (m *Mailbox) Finish(ctx context.Context, id string, state State) error {
+// that state, and Finish returns the receipts of those messages; otherwise
+// a newer notice has replaced it (or it was cleared) and Finish changes
+// nothing and returns none.
+func (m *Mailbox) Finish(ctx context.Context, id string, state State) ([]Receipt, error) {
 	if !state.handoff() {
-		return fmt.Errorf("mailbox: finish: %q is not a handoff state", state)
+		return nil, fmt.Errorf("mailbox: finish: %q is not a handoff state", state)
 	}
-	return m.update(ctx, false, func(d *document) (bool, error) {
+	var moved []Receipt
+	err := m.update(ctx, false, func(d *document) (bool, error) {
+		moved = moved[:0]
 		if d.notice == nil || d.notice.ID != id {
 			return false, nil
 		}
@@ -156,10 +159,15 @@ func (m *Mailbox) Finish(ctx context.Context, id string, state State) error {
 			r := &d.records[i]
 			if r.Unread() && covered[r.Receipt()] {
 				r.State = state
+				moved = append(moved, r.Receipt())
 			}
 		}
 		return true, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return moved, nil
 }
 
 // NoticeText returns the text that asks the host to check the mailbox for

@@ -101,7 +101,7 @@ func TestReserveBackoffSequence(t *testing.T) {
 		// Each handoff outcome leaves the notice to expire the same way.
 		states := []State{StatePreparing, StateInboxQueued, StateNotificationSent, StateHostQueued, StateDeliveryFailed}
 		if s := states[i%len(states)]; s != StatePreparing {
-			if err := f.mb.Finish(bg, n.ID, s); err != nil {
+			if _, err := f.mb.Finish(bg, n.ID, s); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -189,7 +189,7 @@ func TestAcknowledgeClearsNoticeWhenCoveredConsumed(t *testing.T) {
 		t.Errorf("covered (-want +got):\n%s", diff)
 	}
 	// A finish for the old id leaves the new notice alone.
-	if err := f.mb.Finish(bg, first.ID, StateHostQueued); err != nil {
+	if _, err := f.mb.Finish(bg, first.ID, StateHostQueued); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(n, f.notice(t), storedNotice); diff != "" {
@@ -207,19 +207,24 @@ func TestFinish(t *testing.T) {
 	f.mb.Acknowledge([]Receipt{receipt(a)})
 
 	before, _ := os.ReadFile(f.mb.Path())
-	if err := f.mb.Finish(bg, "stale-id", StateHostQueued); err != nil {
-		t.Fatal(err)
+	if moved, err := f.mb.Finish(bg, "stale-id", StateHostQueued); err != nil || len(moved) != 0 {
+		t.Fatalf("Finish with a stale id = %v, %v; want no receipts", moved, err)
 	}
 	after, _ := os.ReadFile(f.mb.Path())
 	if string(before) != string(after) {
 		t.Error("Finish with a stale id changed the file")
 	}
-	if err := f.mb.Finish(bg, n.ID, "receiver_acknowledged"); err == nil {
+	if _, err := f.mb.Finish(bg, n.ID, "receiver_acknowledged"); err == nil {
 		t.Error("Finish accepted a non-handoff state")
 	}
 
-	if err := f.mb.Finish(bg, n.ID, StateNotificationSent); err != nil {
+	moved, err := f.mb.Finish(bg, n.ID, StateNotificationSent)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Only the unread messages the notice covers move, and are returned.
+	if len(moved) != 1 || moved[0].MsgID != "b" {
+		t.Errorf("Finish returned %v, want the receipt of b alone", moved)
 	}
 	want := map[string]State{"a": StateAcknowledged, "b": StateNotificationSent, "u": StateStored, "late": StateStored}
 	got := map[string]State{}
@@ -283,7 +288,7 @@ func TestReserveQuietEndsOnChangeAndExpiry(t *testing.T) {
 	if first == nil {
 		t.Fatal("no notice for a message stored by another Mailbox after a quiet Reserve")
 	}
-	if err := f.mb.Finish(bg, first.ID, StateInboxQueued); err != nil {
+	if _, err := f.mb.Finish(bg, first.ID, StateInboxQueued); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.reserve(t); n != nil {
@@ -351,7 +356,7 @@ func TestReserveSkippingLeavesASendersMessagesOut(t *testing.T) {
 	if diff := cmp.Diff([]Receipt{receipt(a1)}, n.Fresh); diff != "" {
 		t.Errorf("fresh (-want +got):\n%s", diff)
 	}
-	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
+	if _, err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.mb.Acknowledge([]Receipt{receipt(a1)}); err != nil {
@@ -383,7 +388,7 @@ func TestARenewedNoticeHasNothingFresh(t *testing.T) {
 	if n == nil || len(n.Fresh) != 1 {
 		t.Fatalf("first notice: %+v", n)
 	}
-	if err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
+	if _, err := f.mb.Finish(bg, n.ID, StateInboxQueued); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Add(time.Hour)

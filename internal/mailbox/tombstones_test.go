@@ -222,7 +222,7 @@ func TestWritersGiveUpOnTheLockWithTheirContext(t *testing.T) {
 	if _, err := f.mb.Reserve(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve = %v, want context.Canceled", err)
 	}
-	if err := f.mb.Finish(ctx, "id", StateInboxQueued); !errors.Is(err, context.Canceled) {
+	if _, err := f.mb.Finish(ctx, "id", StateInboxQueued); !errors.Is(err, context.Canceled) {
 		t.Errorf("Finish = %v, want context.Canceled", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/interlink-go/interlink/internal/budget"
 	"github.com/interlink-go/interlink/internal/codex"
 	"github.com/interlink-go/interlink/internal/delivery"
+	"github.com/interlink-go/interlink/internal/e2e"
 	"github.com/interlink-go/interlink/internal/mailbox"
 )
 
@@ -50,6 +51,9 @@ type CodexSession struct {
 	Sink delivery.Sink
 	// Mailbox records a retried notice as handed over.
 	Mailbox *mailbox.Mailbox
+	// Reached notes the messages of a retried notice as surfaced, for
+	// their senders' receipts; nil when receipts are off.
+	Reached func(e2e.Stage, []mailbox.Receipt)
 }
 
 // Tools returns bind_codex_session and failed_deliveries.
@@ -218,8 +222,13 @@ func (c *Codex) retry(ctx context.Context, s *CodexSession, id string) (string, 
 		return "", fmt.Errorf("handed to Codex, but the saved entry could not be removed (%w); retrying it again may queue it twice", err)
 	}
 	if e.Notice {
-		if err := s.Mailbox.Finish(ctx, e.MsgID, mailbox.StateHostQueued); err != nil {
+		moved, err := s.Mailbox.Finish(ctx, e.MsgID, mailbox.StateHostQueued)
+		if err != nil {
 			c.Log.Warn("notice state not recorded", "notice", e.MsgID, "err", err)
+		}
+		// In Codex's hands now, as after a first handoff that worked.
+		if s.Reached != nil && len(moved) > 0 {
+			s.Reached(e2e.Surfaced, moved)
 		}
 	}
 	return fmt.Sprintf("handed entry %s to Codex and removed the saved copy", id), nil
